@@ -1,0 +1,51 @@
+"""The meshmq Python client SDK.
+
+    async with await connect("meshmq://127.0.0.1:61616") as conn:
+        session = await conn.session()
+        producer = await session.create_producer("orders")
+        await producer.send(b"hello", properties={"kind": "greeting"})
+
+`meshmq.client.blocking` has the same API without async/await.
+"""
+
+from meshmq.errors import (
+    AuthenticationError,
+    ConnectionFailedError,
+    DuplicateIdError,
+    InvalidRequestError,
+    InvalidSelectorError,
+    MeshMQError,
+    MessageTooLargeError,
+    QueueExistsError,
+    QueueNotFoundError,
+    TransactionRolledBackError,
+)
+
+from .connection import Admin, Connection, connect
+from .consumer import Consumer
+from .message import ReceivedMessage
+from .producer import Producer
+from .session import Session
+from .uri import ClientOptions, parse_uri
+
+__all__ = [
+    "Admin",
+    "AuthenticationError",
+    "ClientOptions",
+    "Connection",
+    "ConnectionFailedError",
+    "Consumer",
+    "DuplicateIdError",
+    "InvalidRequestError",
+    "InvalidSelectorError",
+    "MeshMQError",
+    "MessageTooLargeError",
+    "Producer",
+    "QueueExistsError",
+    "QueueNotFoundError",
+    "ReceivedMessage",
+    "Session",
+    "TransactionRolledBackError",
+    "connect",
+    "parse_uri",
+]

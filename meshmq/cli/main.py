@@ -1,0 +1,326 @@
+"""The `meshmq` command."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from meshmq import __version__
+from meshmq.config.loader import ConfigError, default_dev_config_yaml, effective_config_yaml, load_config, load_config_text
+from meshmq.errors import MeshMQError
+
+DEFAULT_URL = "meshmq://127.0.0.1:61616"
+
+
+def _fail(message: str) -> None:
+    click.secho(f"error: {message}", fg="red", err=True)
+    sys.exit(2)
+
+
+def _load(path: str):
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot read config {path}: {exc.strerror}")
+
+
+def _run(coro):
+    from meshmq.hosting import install_event_loop_policy
+
+    install_event_loop_policy()
+    try:
+        return asyncio.run(coro)
+    except MeshMQError as exc:
+        _fail(f"{exc} ({exc.reason.value})")
+    except KeyboardInterrupt:
+        return None
+
+
+def _serve(config, service: str, ready_file: str | None, quiet: bool) -> None:
+    from meshmq import hosting
+
+    hosting.setup_logging(config.name)
+    if not quiet:
+        click.echo("# effective configuration\n" + effective_config_yaml(config), err=True)
+
+    def announce(info: dict) -> None:
+        where = ", ".join(info["endpoints"])
+        if service == "router":
+            click.echo(f"meshmq router {info['name']} listening on {where} (node {info['node_id']}, journal {info['journal']})")
+        else:
+            click.echo(f"meshmq journal listening on {where} (store {info['store']})")
+        sys.stdout.flush()
+
+    runner = hosting.run_router if service == "router" else hosting.run_journal
+    try:
+        _run(runner(config, ready_file=ready_file, on_ready=announce))
+    except Exception as exc:  # start-up failures: say what, not a traceback
+        from services.journal.store import StoreError
+
+        if isinstance(exc, (StoreError, RuntimeError, OSError)):
+            _fail(str(exc))
+        raise
+
+
+@click.group()
+@click.version_option(__version__, prog_name="meshmq")
+def main() -> None:
+    """meshmq: a clustered message broker."""
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Node config YAML (default: the starter config).")
+@click.option("--data-dir", default="./data", show_default=True, help="Where the embedded SQLite journal lives.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=61616, show_default=True, type=int)
+@click.option("--ready-file", type=click.Path(dir_okay=False), help="Write a JSON line with the endpoints once listening.")
+@click.option("--quiet", is_flag=True, help="Do not print the effective configuration.")
+def up(config_path, data_dir, host, port, ready_file, quiet) -> None:
+    """Start one node on the embedded default: router + journal in this process, SQLite under --data-dir."""
+    if config_path:
+        config = _load(config_path)
+    else:
+        try:
+            config = load_config_text(
+                default_dev_config_yaml(host=host, port=port, data_directory=data_dir), source="<meshmq up>"
+            )
+        except ConfigError as exc:
+            _fail(str(exc))
+    _serve(config, "router", ready_file, quiet)
+
+
+@main.group()
+def serve() -> None:
+    """Run one service from a node config file."""
+
+
+@serve.command("router")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--ready-file", type=click.Path(dir_okay=False))
+@click.option("--quiet", is_flag=True)
+def serve_router(config_path, ready_file, quiet) -> None:
+    """The broker node (journal in-process unless journal.address is set)."""
+    _serve(_load(config_path), "router", ready_file, quiet)
+
+
+@serve.command("journal")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--ready-file", type=click.Path(dir_okay=False))
+@click.option("--quiet", is_flag=True)
+def serve_journal(config_path, ready_file, quiet) -> None:
+    """The journal service alone, listening on journal.listen."""
+    _serve(_load(config_path), "journal", ready_file, quiet)
+
+
+@main.group()
+def config() -> None:
+    """Check or print node configurations."""
+
+
+@config.command("check")
+@click.argument("path", type=click.Path(dir_okay=False))
+def config_check(path) -> None:
+    """Validate a config file and print the effective configuration."""
+    click.echo(effective_config_yaml(_load(path)), nl=False)
+
+
+@config.command("default")
+def config_default() -> None:
+    """Print the starter configuration `meshmq up` uses."""
+    click.echo(default_dev_config_yaml(), nl=False)
+
+
+def _parse_props(items: tuple[str, ...]) -> dict:
+    props = {}
+    for item in items:
+        if "=" not in item:
+            _fail(f"--property {item!r}: expected NAME=VALUE")
+        key, raw = item.split("=", 1)
+        value: object = raw
+        for conv in (int, float):
+            try:
+                value = conv(raw)
+                break
+            except ValueError:
+                pass
+        if raw in ("true", "false"):
+            value = raw == "true"
+        props[key] = value
+    return props
+
+
+@main.command()
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--address", required=True)
+@click.option("--body", default="", help="Message body text.")
+@click.option("--body-file", type=click.File("rb"), help="Read the body from a file ('-' for stdin).")
+@click.option("--count", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--property", "-p", "properties", multiple=True, help="NAME=VALUE (int, float, true/false or text).")
+@click.option("--durable/--non-durable", default=True, show_default=True)
+@click.option("--priority", default=4, show_default=True, type=click.IntRange(0, 9))
+@click.option("--ttl", default=0, help="Time to live in ms (0 = never expires).")
+@click.option("--duplicate-id", default="", help="Duplicate-detection id (with --count > 1, suffixed with -N).")
+@click.option(
+    "--routing-type",
+    type=click.Choice(["anycast", "multicast"]),
+    default="anycast",
+    show_default=True,
+    help="anycast: to a queue named like the address (created if absent); multicast: to every subscription.",
+)
+def send(url, address, body, body_file, count, properties, durable, priority, ttl, duplicate_id, routing_type) -> None:
+    """Send messages and wait for their confirms."""
+    from meshmq.client import connect
+
+    payload = body_file.read() if body_file else body.encode()
+    props = _parse_props(properties)
+
+    async def go():
+        async with await connect(url) as conn:
+            session = await conn.session()
+            producer = await session.create_producer(address)
+            futs = []
+            for i in range(count):
+                dup = f"{duplicate_id}-{i}" if duplicate_id and count > 1 else duplicate_id
+                futs.append(
+                    await producer.send_async(
+                        payload, properties=props, durable=durable, priority=priority, ttl=ttl,
+                        duplicate_id=dup, routing_type=routing_type,
+                    )
+                )
+            results = await asyncio.gather(*futs, return_exceptions=True)
+            failed = [r for r in results if isinstance(r, Exception)]
+            for r in failed[:5]:
+                click.secho(f"rejected: {r} ({getattr(r, 'reason', '')})", fg="yellow", err=True)
+            click.echo(f"sent {count - len(failed)} of {count} message(s) to {address}")
+            if failed:
+                sys.exit(1)
+
+    _run(go())
+
+
+@main.command()
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--queue", default="")
+@click.option("--address", default="", help="Subscribe to a multicast address instead of a queue.")
+@click.option("--subscription", default="", help="Durable subscription name (with --address).")
+@click.option("--filter", "filter_", default="", help="Selector, e.g. \"color = 'red' AND weight > 5\".")
+@click.option("--count", default=1, show_default=True, type=click.IntRange(min=0), help="0 = until --timeout.")
+@click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait for each message.")
+@click.option("--no-ack", is_flag=True, help="Leave messages unacknowledged (they are redelivered).")
+def receive(url, queue, address, subscription, filter_, count, timeout, no_ack) -> None:
+    """Receive messages and print them."""
+    from meshmq.client import connect
+
+    if not queue and not address:
+        _fail("give --queue or --address")
+
+    async def go():
+        async with await connect(url) as conn:
+            session = await conn.session()
+            consumer = await session.create_consumer(queue, address=address, subscription=subscription, filter=filter_)
+            got = 0
+            while count == 0 or got < count:
+                msg = await consumer.receive(timeout)
+                if msg is None:
+                    break
+                got += 1
+                try:
+                    text = msg.body.decode()
+                except UnicodeDecodeError:
+                    text = f"<{len(msg.body)} bytes>"
+                click.echo(f"[{msg.message_id}] {text} {msg.properties or ''}".rstrip())
+                if not no_ack:
+                    msg.ack()
+            await consumer.close()
+            click.echo(f"received {got} message(s)", err=True)
+
+    _run(go())
+
+
+@main.group()
+def queue() -> None:
+    """List, create, delete or purge queues."""
+
+
+@queue.command("list")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+def queue_list(url) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from meshmq.client import connect
+    from meshmq.v1 import messages_pb2 as mpb
+
+    async def go():
+        async with await connect(url) as conn:
+            return await conn.admin.list_queues()
+
+    qs = _run(go())
+    table = Table("queue", "address", "routing", "durable", "messages", "consumers", "delivering", "added", "acked", "filter")
+    for q in qs:
+        table.add_row(
+            q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
+            str(q.message_count), str(q.consumer_count), str(q.delivering_count),
+            str(q.messages_added), str(q.messages_acknowledged), q.filter,
+        )
+    Console().print(table)
+
+
+@queue.command("create")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--address", default="")
+@click.option("--routing-type", type=click.Choice(["anycast", "multicast"]), default="anycast", show_default=True)
+@click.option("--filter", "filter_", default="")
+@click.option("--durable/--non-durable", default=True, show_default=True)
+def queue_create(name, url, address, routing_type, filter_, durable) -> None:
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            q = await conn.admin.create_queue(name, address=address, routing_type=routing_type, filter=filter_, durable=durable)
+            click.echo(f"created queue {q.name} on address {q.address}")
+
+    _run(go())
+
+
+@queue.command("delete")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--force", is_flag=True, help="Delete even with consumers attached.")
+def queue_delete(name, url, force) -> None:
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            n = await conn.admin.delete_queue(name, force=force)
+            click.echo(f"deleted queue {name} ({n} messages removed)")
+
+    _run(go())
+
+
+@queue.command("purge")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+def queue_purge(name, url) -> None:
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            n = await conn.admin.purge_queue(name)
+            click.echo(f"purged {n} messages from {name}")
+
+    _run(go())
+
+
+from meshmq.cli.perf import perf  # noqa: E402  (registers the perf group)
+
+main.add_command(perf)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""The blocking API: the asyncio implementation run on a private loop thread.
+
+Each blocking object wraps its async twin and waits for the same coroutine,
+so there is one implementation of every behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from . import connection as aconn
+from .consumer import Consumer as AsyncConsumer
+from .message import ReceivedMessage
+from .producer import Producer as AsyncProducer
+from .session import Session as AsyncSession
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="meshmq-client", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+class Producer:
+    def __init__(self, loop: _LoopThread, inner: AsyncProducer) -> None:
+        self._loop, self._inner = loop, inner
+
+    def send(self, body: bytes = b"", **kwargs) -> None:
+        """Send and wait for the confirm (see the async Producer.send_async for options)."""
+        self._loop.run(self._inner.send(body, **kwargs))
+
+    def send_many(self, bodies, **kwargs) -> None:
+        """Send several messages in pipelined batches and wait for all confirms."""
+
+        async def go():
+            futs = [await self._inner.send_async(b, **kwargs) for b in bodies]
+            await asyncio.gather(*futs)
+
+        self._loop.run(go())
+
+    def close(self) -> None:
+        self._loop.run(self._inner.close())
+
+
+class Consumer:
+    def __init__(self, loop: _LoopThread, inner: AsyncConsumer) -> None:
+        self._loop, self._inner = loop, inner
+
+    @property
+    def queue(self) -> str:
+        return self._inner.queue
+
+    def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
+        return self._loop.run(self._inner.receive(timeout))
+
+    def ack(self, msg: ReceivedMessage) -> None:
+        self._loop.loop.call_soon_threadsafe(self._inner.ack, msg)
+
+    def nack(self, msg: ReceivedMessage) -> None:
+        self._loop.loop.call_soon_threadsafe(self._inner.nack, msg)
+
+    def close(self) -> None:
+        self._loop.run(self._inner.close())
+
+
+class Session:
+    def __init__(self, loop: _LoopThread, inner: AsyncSession) -> None:
+        self._loop, self._inner = loop, inner
+
+    def create_producer(self, address: str = "") -> Producer:
+        return Producer(self._loop, self._loop.run(self._inner.create_producer(address)))
+
+    def create_consumer(self, queue: str = "", **kwargs) -> Consumer:
+        return Consumer(self._loop, self._loop.run(self._inner.create_consumer(queue, **kwargs)))
+
+    def commit(self) -> None:
+        self._loop.run(self._inner.commit())
+
+    def rollback(self) -> None:
+        self._loop.run(self._inner.rollback())
+
+    def close(self) -> None:
+        self._loop.run(self._inner.close())
+
+
+class Admin:
+    def __init__(self, loop: _LoopThread, inner: aconn.Admin) -> None:
+        self._loop, self._inner = loop, inner
+
+    def __getattr__(self, name: str):
+        method = getattr(self._inner, name)
+        return lambda *a, **kw: self._loop.run(method(*a, **kw))
+
+
+class Connection:
+    def __init__(self, uri: str) -> None:
+        self._loop = _LoopThread()
+        try:
+            self._inner = self._loop.run(aconn.connect(uri))
+        except BaseException:
+            self._loop.stop()
+            raise
+        self.admin = Admin(self._loop, self._inner.admin)
+
+    def session(self, *, transacted: bool = False) -> Session:
+        return Session(self._loop, self._loop.run(self._inner.session(transacted=transacted)))
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._inner.close(), timeout=30)
+        finally:
+            self._loop.stop()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(uri: str) -> Connection:
+    """Blocking twin of `meshmq.client.connect`."""
+    return Connection(uri)

@@ -1,0 +1,146 @@
+"""Consumers: messages arrive in batches against byte credit; the consumer
+grants more credit as the application takes messages, and sends acks in
+batches, each message still acknowledged individually."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING
+
+from meshmq.errors import MeshMQError
+from meshmq.v1 import broker_pb2 as bpb
+
+from .message import ReceivedMessage
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class Consumer:
+    def __init__(self, session: Session, consumer_id: int, window_size: int) -> None:
+        self._session = session
+        self.id = consumer_id
+        self.queue = ""
+        self.window_size = window_size
+        self._buffer: deque[ReceivedMessage] = deque()
+        self._arrived = asyncio.Event()
+        self._consumed = 0
+        self._acks: list[int] = []
+        self._nacks: list[int] = []
+        self._flush_scheduled = False
+        self._large: dict[int, tuple[ReceivedMessage, bytearray]] = {}
+        self._error: MeshMQError | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------ from the session
+
+    def _on_deliveries(self, batch: bpb.DeliveryBatch) -> None:
+        for d in batch.deliveries:
+            m = d.message
+            msg = ReceivedMessage(self, d.delivery_id, d.delivery_count, m, m.body)
+            if m.large:
+                self._large[d.delivery_id] = (msg, bytearray())
+            else:
+                self._buffer.append(msg)
+        self._arrived.set()
+
+    def _on_large_chunk(self, chunk: bpb.LargeChunk) -> None:
+        entry = self._large.get(chunk.delivery_id)
+        if entry is None:
+            return
+        entry[1].extend(chunk.data)
+        if chunk.last:
+            del self._large[chunk.delivery_id]
+            msg, body = entry
+            msg.body = bytes(body)
+            self._buffer.append(msg)
+            self._arrived.set()
+
+    def _on_error(self, err: MeshMQError) -> None:
+        self._error = err
+        self._arrived.set()
+
+    # ------------------------------------------------------------ API
+
+    async def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
+        """The next message, or None after `timeout` seconds without one."""
+        while not self._buffer:
+            if self._error is not None:
+                raise self._error
+            if self._closed:
+                return None
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), timeout)
+            except asyncio.TimeoutError:
+                return None
+        msg = self._buffer.popleft()
+        self._credit(msg.size)
+        return msg
+
+    def receive_nowait(self) -> ReceivedMessage | None:
+        if not self._buffer:
+            if self._error is not None:
+                raise self._error
+            return None
+        msg = self._buffer.popleft()
+        self._credit(msg.size)
+        return msg
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> ReceivedMessage:
+        msg = await self.receive()
+        if msg is None:
+            raise StopAsyncIteration
+        return msg
+
+    def _credit(self, size: int) -> None:
+        # Grant credit back in chunks of half the window, as Artemis clients do.
+        if self.window_size <= 0:
+            return
+        self._consumed += size
+        if self._consumed >= self.window_size // 2:
+            credits, self._consumed = self._consumed, 0
+            self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
+
+    def grant(self, credits: int) -> None:
+        """Explicit credit, for consumers created with window_size=0 (pull)."""
+        self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
+
+    def ack(self, msg: ReceivedMessage) -> None:
+        self._acks.append(msg.delivery_id)
+        self._schedule()
+
+    def nack(self, msg: ReceivedMessage) -> None:
+        self._nacks.append(msg.delivery_id)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_acks)
+
+    def _flush_acks(self) -> None:
+        self._flush_scheduled = False
+        if self._error is not None:
+            return
+        if self._acks:
+            acks, self._acks = self._acks, []
+            self._session.write(bpb.SessionRequest(ack=bpb.AckBatch(consumer_id=self.id, delivery_ids=acks)))
+        if self._nacks:
+            nacks, self._nacks = self._nacks, []
+            self._session.write(bpb.SessionRequest(nack=bpb.NackBatch(consumer_id=self.id, delivery_ids=nacks)))
+
+    async def close(self) -> None:
+        """Acks sent so far stand; anything delivered but not acknowledged is redelivered."""
+        if self._closed:
+            return
+        self._flush_acks()
+        self._closed = True
+        self._arrived.set()
+        if self._error is None:
+            self._session.write(bpb.SessionRequest(close_consumer=bpb.CloseConsumer(consumer_id=self.id)))
+        self._session._forget_consumer(self.id)

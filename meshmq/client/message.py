@@ -1,0 +1,73 @@
+"""What an application receives: a message with its delivery handle."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from meshmq.properties import PropertyValue, properties_dict
+from meshmq.v1 import messages_pb2 as mpb
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+
+
+class ReceivedMessage:
+    __slots__ = ("_consumer", "delivery_id", "delivery_count", "proto", "body", "size", "_props")
+
+    def __init__(self, consumer: Consumer, delivery_id: int, delivery_count: int, proto: mpb.Message, body: bytes):
+        self._consumer = consumer
+        self.delivery_id = delivery_id
+        self.delivery_count = delivery_count
+        self.proto = proto
+        self.body = body
+        self.size = proto.ByteSize() + (proto.body_size if proto.large else 0)
+        self._props: dict[str, PropertyValue] | None = None
+
+    @property
+    def message_id(self) -> int:
+        return self.proto.message_id
+
+    @property
+    def node_id(self) -> str:
+        return self.proto.node_id
+
+    @property
+    def address(self) -> str:
+        return self.proto.address
+
+    @property
+    def properties(self) -> dict[str, PropertyValue]:
+        if self._props is None:
+            self._props = properties_dict(self.proto.properties)
+        return self._props
+
+    @property
+    def durable(self) -> bool:
+        return self.proto.durable
+
+    @property
+    def priority(self) -> int:
+        return self.proto.priority
+
+    @property
+    def timestamp(self) -> int:
+        return self.proto.timestamp
+
+    @property
+    def expiration(self) -> int:
+        return self.proto.expiration
+
+    @property
+    def duplicate_id(self) -> str:
+        return self.proto.duplicate_id
+
+    def ack(self) -> None:
+        """Acknowledge this message (sent with the next batch of acks, without waiting)."""
+        self._consumer.ack(self)
+
+    def nack(self) -> None:
+        """Give the message back for redelivery (its delivery count rises)."""
+        self._consumer.nack(self)
+
+    def __repr__(self) -> str:
+        return f"ReceivedMessage(id={self.message_id}, address={self.address!r}, {len(self.body)} bytes)"

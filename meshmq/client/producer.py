@@ -1,0 +1,189 @@
+"""Producers: sends are gathered into one SendBatch per event-loop turn and
+confirmed per batch; the confirmation window bounds what is in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from meshmq.errors import MeshMQError, error_for
+from meshmq.properties import PropertyValue, set_properties
+from meshmq.v1 import broker_pb2 as bpb
+from meshmq.v1 import messages_pb2 as mpb
+
+from .uri import ClientOptions
+
+if TYPE_CHECKING:
+    from .session import Session
+
+ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
+_ROUTING = {None: 0, "anycast": ANYCAST, "multicast": MULTICAST, ANYCAST: ANYCAST, MULTICAST: MULTICAST}
+
+
+class Producer:
+    def __init__(self, session: Session, producer_id: int, address: str, options: ClientOptions) -> None:
+        self._session = session
+        self.id = producer_id
+        self.address = address
+        self._window = options.confirmationWindowSize
+        self._large_at = options.minLargeMessageSize
+        self._max_batch = options.producerMaxBatch
+        self._batch_ids = itertools.count(1)
+        self._req: bpb.SessionRequest | None = None
+        self._futs: list[asyncio.Future] = []
+        self._inflight: dict[int, tuple[list[asyncio.Future], int]] = {}
+        self._inflight_bytes = 0
+        self._pending_bytes = 0
+        self._room = asyncio.Event()
+        self._room.set()
+        self._flush_scheduled = False
+        self._failure: MeshMQError | None = None
+
+    async def send(self, body: bytes = b"", **kwargs) -> None:
+        """Send one message and wait until the router confirms it (durable: stored)."""
+        await (await self.send_async(body, **kwargs))
+
+    async def send_async(
+        self,
+        body: bytes = b"",
+        *,
+        address: str = "",
+        properties: Mapping[str, PropertyValue] | None = None,
+        durable: bool = True,
+        priority: int = 4,
+        ttl: int = 0,
+        expiration: int = 0,
+        duplicate_id: str = "",
+        routing_type: str | int | None = None,
+    ) -> asyncio.Future[None]:
+        """Queue one message; returns a future that completes at its confirm.
+
+        Waits only while the confirmation window is full. `ttl` (ms) sets the
+        expiration relative to now; `expiration` sets it absolutely.
+        """
+        if self._failure is not None:
+            raise self._failure
+        if not 0 <= priority <= 9:
+            raise ValueError(f"priority must be 0..9, got {priority}")
+        if routing_type not in _ROUTING:
+            raise ValueError(f"routing_type must be 'anycast' or 'multicast', got {routing_type!r}")
+        body = bytes(body)
+        if ttl:
+            import time
+
+            expiration = int(time.time() * 1000) + ttl
+        fields = dict(
+            address=address,
+            durable=durable,
+            priority=priority,
+            expiration=expiration,
+            duplicate_id=duplicate_id,
+            routing_type=_ROUTING[routing_type],
+        )
+        if len(body) > self._large_at:
+            return await self._send_large(body, properties, fields)
+        while self._inflight_bytes + self._pending_bytes >= self._window:
+            self._room.clear()
+            await self._room.wait()
+            if self._failure is not None:
+                raise self._failure
+        if self._req is None:
+            self._req = bpb.SessionRequest()
+            self._req.send.producer_id = self.id
+        m = self._req.send.messages.add(body=body, **fields)
+        if properties:
+            set_properties(m.properties, properties)
+        fut = asyncio.get_running_loop().create_future()
+        self._futs.append(fut)
+        self._pending_bytes += len(body) + 64
+        if len(self._futs) >= self._max_batch:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+        return fut
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        req, futs = self._req, self._futs
+        if req is None or self._failure is not None:
+            return
+        self._req, self._futs = None, []
+        bid = next(self._batch_ids)
+        req.send.batch_id = bid
+        self._inflight[bid] = (futs, self._pending_bytes)
+        self._inflight_bytes += self._pending_bytes
+        self._pending_bytes = 0
+        self._session.write(req)
+
+    async def _send_large(self, body: bytes, properties, fields) -> asyncio.Future[None]:
+        self._flush()
+        bid = next(self._batch_ids)
+        head = bpb.SessionRequest()
+        head.send.producer_id = self.id
+        head.send.batch_id = bid
+        m = head.send.messages.add(large=True, body_size=len(body), **fields)
+        if properties:
+            set_properties(m.properties, properties)
+        fut = asyncio.get_running_loop().create_future()
+        self._inflight[bid] = ([fut], 0)
+        session = self._session
+        await session.write_paced(head)
+        step = self._large_at
+        view = memoryview(body)
+        for off in range(0, len(body), step):
+            chunk = bpb.LargeChunk(
+                producer_id=self.id, batch_id=bid, data=bytes(view[off : off + step]), last=off + step >= len(body)
+            )
+            await session.write_paced(bpb.SessionRequest(large_chunk=chunk))
+        return fut
+
+    async def flush(self) -> None:
+        """Send what is queued and wait for every outstanding confirm."""
+        self._flush()
+        waiting = [f for futs, _ in self._inflight.values() for f in futs]
+        if waiting:
+            await asyncio.wait(waiting)
+
+    def _on_confirm(self, c: bpb.SendConfirm) -> None:
+        futs, size = self._inflight.pop(c.batch_id, ([], 0))
+        self._inflight_bytes -= size
+        failed = {r.index: r for r in c.rejections}
+        for i, fut in enumerate(futs):
+            if fut.done():
+                continue
+            r = failed.get(i)
+            if r is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error_for(r.reason, r.detail))
+                fut.exception()  # retrieved here: a rejected send_async nobody awaits is not an error log
+        if self._inflight_bytes + self._pending_bytes < self._window:
+            self._room.set()
+
+    def _on_error(self, batch_id: int, err: MeshMQError) -> None:
+        futs, size = self._inflight.pop(batch_id, ([], 0))
+        self._inflight_bytes -= size
+        for f in futs:
+            if not f.done():
+                f.set_exception(err)
+        self._room.set()
+
+    def _on_failure(self, err: MeshMQError) -> None:
+        self._failure = err
+        for futs, _ in self._inflight.values():
+            for f in futs:
+                if not f.done():
+                    f.set_exception(err)
+        for f in self._futs:
+            if not f.done():
+                f.set_exception(err)
+        self._inflight.clear()
+        self._room.set()
+
+    async def close(self) -> None:
+        await self.flush()
+        if self._failure is None:
+            self._session.write(bpb.SessionRequest(close_producer=bpb.CloseProducer(producer_id=self.id)))

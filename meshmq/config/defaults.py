@@ -1,0 +1,102 @@
+"""Every configuration default, in one place, named after its broker.xml key.
+
+The reference is Artemis's ``ActiveMQDefaultConfiguration`` (broker-wide keys)
+and ``AddressSettings`` (per-match keys). Where meshmq departs from Artemis, or
+has a key Artemis does not, the comment says so. Times are milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- broker-wide -----------------------------------------------------------
+
+# name: the node name used in logs and topology (meshmq; Artemis has no fixed default).
+NAME: Final = "meshmq"
+# persistence-enabled: durable messages go to the journal; false = everything in memory.
+PERSISTENCE_ENABLED: Final = True
+# data-directory: where the SQLite journal and large files live (Artemis: "data").
+DATA_DIRECTORY: Final = "./data"
+# id-cache-size: entries in each address's duplicate-id cache.
+ID_CACHE_SIZE: Final = 20000
+# persist-id-cache: duplicate ids are journaled so detection survives a restart.
+PERSIST_ID_CACHE: Final = True
+# message-expiry-scan-period: how often queues are scanned for expired messages; -1 = never.
+MESSAGE_EXPIRY_SCAN_PERIOD: Final = 30000
+# security-enabled: require username/password (meshmq: off by default; Artemis: on).
+SECURITY_ENABLED: Final = False
+
+# --- acceptors (the router's gRPC server) ----------------------------------
+
+# acceptors[].name: the name of the default acceptor.
+ACCEPTOR_NAME: Final = "grpc"
+# acceptors[].host: interface the acceptor binds (loopback unless asked otherwise).
+ACCEPTOR_HOST: Final = "127.0.0.1"
+# acceptors[].port: the Artemis default port; 0 = pick a free port.
+ACCEPTOR_PORT: Final = 61616
+# acceptors[].ssl-enabled: serve TLS (needs cert-path and key-path).
+SSL_ENABLED: Final = False
+# acceptors[].need-client-auth: require a client certificate signed by trust-path.
+NEED_CLIENT_AUTH: Final = False
+
+# --- journal (meshmq's journal service) ------------------------------------
+
+# journal.url: SQLAlchemy URL; None = sqlite file JOURNAL_SQLITE_FILE under data-directory.
+JOURNAL_URL: Final = None
+# journal.url default file name inside data-directory.
+JOURNAL_SQLITE_FILE: Final = "journal.db"
+# journal.address: host:port of a remote journal; None = hosted in the router process.
+JOURNAL_ADDRESS: Final = None
+# journal.sync: a commit reaches disk (fsync, SQLite synchronous=FULL) before it is confirmed.
+JOURNAL_SYNC: Final = True
+# journal.max-batch-records: upper bound of records in one group-commit SQL transaction.
+JOURNAL_MAX_BATCH_RECORDS: Final = 5000
+# journal.listen.host: interface `meshmq serve journal` binds.
+JOURNAL_LISTEN_HOST: Final = "127.0.0.1"
+# journal.listen.port: the journal service's port.
+JOURNAL_LISTEN_PORT: Final = 61626
+# journal.ssl-enabled: the router talks TLS to a remote journal.
+JOURNAL_SSL_ENABLED: Final = False
+
+# --- addresses -------------------------------------------------------------
+
+# addresses.<name>.<routing-type>[].durable: queues survive a restart.
+QUEUE_DURABLE: Final = True
+
+# --- address-settings (per match; Artemis AddressSettings defaults) --------
+
+# dead-letter-address: where messages go after max-delivery-attempts; None = dropped.
+DEAD_LETTER_ADDRESS: Final = None
+# expiry-address: where expired messages go; None = dropped.
+EXPIRY_ADDRESS: Final = None
+# expiry-delay: expiration given to messages sent without one; -1 = leave them without.
+EXPIRY_DELAY: Final = -1
+# max-delivery-attempts: deliveries before a message goes to the dead-letter address; -1 = infinite.
+MAX_DELIVERY_ATTEMPTS: Final = 10
+# redelivery-delay: wait before redelivering a rolled-back message.
+REDELIVERY_DELAY: Final = 0
+# redistribution-delay: wait after the last local consumer leaves before redistributing; -1 = never.
+REDISTRIBUTION_DELAY: Final = -1
+# auto-create-queues: a queue is created when a client sends or subscribes to it.
+AUTO_CREATE_QUEUES: Final = True
+# auto-create-addresses: an address is created when a client sends or subscribes to it.
+AUTO_CREATE_ADDRESSES: Final = True
+# auto-delete-queues: an auto-created queue is deleted once it has no consumers and no messages.
+AUTO_DELETE_QUEUES: Final = True
+# auto-delete-addresses: an auto-created address is deleted once it has no queues.
+AUTO_DELETE_ADDRESSES: Final = True
+# default-address-routing-type: routing type of auto-created addresses.
+DEFAULT_ADDRESS_ROUTING_TYPE: Final = "MULTICAST"
+# default-queue-routing-type: routing type of auto-created queues.
+DEFAULT_QUEUE_ROUTING_TYPE: Final = "MULTICAST"
+# send-to-dla-on-no-route: a message that matches no queue goes to the dead-letter address.
+SEND_TO_DLA_ON_NO_ROUTE: Final = False
+# id-cache-size (per match): None = the broker-wide id-cache-size.
+ADDRESS_ID_CACHE_SIZE: Final = None
+
+# --- development template (`meshmq up`, like `artemis create`) -------------
+
+# Dead-letter address and queue of the dev template.
+DEV_DEAD_LETTER_ADDRESS: Final = "DLQ"
+# Expiry address and queue of the dev template.
+DEV_EXPIRY_ADDRESS: Final = "ExpiryQueue"

@@ -1,0 +1,242 @@
+"""Load a node's YAML configuration file, or say exactly what is wrong with it.
+
+Every problem is reported as ``file:line: dotted.key: message``, all of them at
+once, one per line::
+
+    node.yaml:7: acceptors[0].prot: unknown key (did you mean 'port'?)
+    node.yaml:12: address-settings."orders.#".max-delivery-attempts: Input should be a valid integer, ...
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from meshmq.config import defaults
+from meshmq.config.models import BrokerConfig, ConfigIssues
+from meshmq.config.yaml_source import KeyPath, YamlDocument, YamlSourceError, format_key_path, load_yaml
+
+__all__ = [
+    "ConfigError",
+    "ConfigProblem",
+    "default_dev_config_yaml",
+    "effective_config_yaml",
+    "format_key_path",
+    "load_config",
+    "load_config_text",
+]
+
+_SECRET_MASK = "********"
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    source: str
+    line: int | None
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; ``problems`` holds every problem found.
+
+    ``str(error)`` is one problem per line, each naming the file, line and key.
+    """
+
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def load_config(path: str | Path) -> BrokerConfig:
+    """Load the YAML file at ``path``; relative paths in it are relative to its directory."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([ConfigProblem(str(path), None, "", f"cannot read configuration: {exc}")]) from None
+    return load_config_text(text, source=str(path), base_dir=path.resolve().parent)
+
+
+def load_config_text(text: str, source: str = "<string>", *, base_dir: str | Path | None = None) -> BrokerConfig:
+    """Load configuration from YAML text. An empty text gives all defaults.
+
+    ``source`` names the text in error messages; relative paths in the
+    configuration are resolved against ``base_dir`` (default: the working directory).
+    """
+    try:
+        document = load_yaml(text)
+    except YamlSourceError as exc:
+        raise ConfigError(
+            [ConfigProblem(source, p.line, format_key_path(p.path), p.message) for p in exc.problems]
+        ) from None
+    data = {} if document.data is None else document.data
+    if not isinstance(data, dict):
+        message = "the configuration must be a mapping of keys to values"
+        raise ConfigError([ConfigProblem(source, document.line_for(()), "", message)])
+    context = {"base_dir": Path(base_dir) if base_dir is not None else Path.cwd()}
+    try:
+        return BrokerConfig.model_validate(data, context=context, by_alias=True, by_name=False)
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc, document, source)) from None
+
+
+def _problems(exc: ValidationError, document: YamlDocument, source: str) -> list[ConfigProblem]:
+    problems: list[tuple[KeyPath, str]] = []
+    for error in exc.errors(include_url=False):
+        loc: KeyPath = tuple(error["loc"])
+        message = error["msg"]
+        cause = (error.get("ctx") or {}).get("error")
+        if isinstance(cause, ConfigIssues):
+            problems.extend((loc + tuple(rel), msg) for rel, msg in cause.issues)
+            continue
+        if isinstance(cause, Exception):
+            message = str(cause)
+        if loc and loc[-1] == "[key]":
+            loc, message = loc[:-1], f"invalid key: {message}"
+        elif error["type"] == "extra_forbidden":
+            message = _unknown_key_message(loc)
+        elif error["type"] == "missing":
+            message = "required key is missing"
+        problems.append((loc, message))
+    result = [ConfigProblem(source, document.line_for(loc), format_key_path(loc), msg) for loc, msg in problems]
+    return sorted(result, key=lambda p: p.line or 0)
+
+
+def _unknown_key_message(loc: KeyPath) -> str:
+    allowed = _allowed_keys(loc[:-1])
+    if not allowed:
+        return "unknown key"
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key (did you mean {close[0]!r}?)"
+    return "unknown key (expected one of: " + ", ".join(allowed) + ")"
+
+
+def _allowed_keys(loc: KeyPath) -> list[str]:
+    """The keys the model at ``loc`` (below BrokerConfig) accepts."""
+    tp: Any = BrokerConfig
+    for part in loc:
+        tp = _unwrap(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field = next((f for n, f in tp.model_fields.items() if (f.alias or n) == part), None)
+            if field is None:
+                return []
+            tp = field.annotation
+            continue
+        args = typing.get_args(tp)
+        origin = typing.get_origin(tp)
+        if origin in (list, tuple) and args:
+            tp = args[0]
+        elif origin is dict and len(args) == 2:
+            tp = args[1]
+        else:
+            return []
+    tp = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [f.alias or n for n, f in tp.model_fields.items()]
+    return []
+
+
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            options = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(options) != 1:
+                return tp
+            tp = options[0]
+        else:
+            return tp
+
+
+def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False) -> str:
+    """The whole configuration in force, defaults included, as YAML with the
+    broker.xml key names. Passwords (users, journal URL) are masked unless
+    ``show_secrets``; with it, the text loads back to an equal config."""
+    data = config.model_dump(mode="json", by_alias=True)
+    if not show_secrets:
+        for user in data["users"]:
+            user["password"] = _SECRET_MASK
+        if data["journal"]["url"] is not None:
+            from sqlalchemy.engine import make_url
+
+            url = make_url(data["journal"]["url"])
+            if url.password is not None:
+                data["journal"]["url"] = url.render_as_string(hide_password=True)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+def _scalar(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True).removesuffix("\n").removesuffix("\n...")
+
+
+def default_dev_config_yaml(
+    *,
+    name: str = defaults.NAME,
+    host: str = defaults.ACCEPTOR_HOST,
+    port: int = defaults.ACCEPTOR_PORT,
+    data_directory: str = defaults.DATA_DIRECTORY,
+) -> str:
+    """The starter configuration ``meshmq up`` writes (like ``artemis create``):
+    one acceptor, the SQLite journal under data-directory, and DLQ and
+    ExpiryQueue addresses that the catch-all ``"#"`` settings point at."""
+    dla, expiry = defaults.DEV_DEAD_LETTER_ADDRESS, defaults.DEV_EXPIRY_ADDRESS
+    b = _scalar
+    return f"""\
+# meshmq node configuration. Keys mirror Artemis broker.xml; every key is
+# optional and takes the Artemis default when left out (meshmq/config/defaults.py).
+name: {b(name)}
+persistence-enabled: {b(defaults.PERSISTENCE_ENABLED)}
+data-directory: {b(data_directory)}    # the SQLite journal and large files live here
+id-cache-size: {b(defaults.ID_CACHE_SIZE)}
+persist-id-cache: {b(defaults.PERSIST_ID_CACHE)}
+message-expiry-scan-period: {b(defaults.MESSAGE_EXPIRY_SCAN_PERIOD)}   # ms
+security-enabled: {b(defaults.SECURITY_ENABLED)}        # development setup: no authentication
+
+acceptors:
+  - name: {b(defaults.ACCEPTOR_NAME)}
+    host: {b(host)}
+    port: {b(port)}
+
+journal:
+  url: null            # null = sqlite file <data-directory>/{defaults.JOURNAL_SQLITE_FILE}
+  sync: {b(defaults.JOURNAL_SYNC)}           # confirm only after the commit reached disk
+
+addresses:
+  {b(dla)}:
+    anycast:
+      - name: {b(dla)}
+  {b(expiry)}:
+    anycast:
+      - name: {b(expiry)}
+
+address-settings:
+  # "#" matches every address; more specific matches override it key by key.
+  "#":
+    dead-letter-address: {b(dla)}
+    expiry-address: {b(expiry)}
+    expiry-delay: {b(defaults.EXPIRY_DELAY)}
+    max-delivery-attempts: {b(defaults.MAX_DELIVERY_ATTEMPTS)}
+    redelivery-delay: {b(defaults.REDELIVERY_DELAY)}
+    redistribution-delay: {b(defaults.REDISTRIBUTION_DELAY)}
+    auto-create-queues: {b(defaults.AUTO_CREATE_QUEUES)}
+    auto-create-addresses: {b(defaults.AUTO_CREATE_ADDRESSES)}
+    auto-delete-queues: {b(defaults.AUTO_DELETE_QUEUES)}
+    auto-delete-addresses: {b(defaults.AUTO_DELETE_ADDRESSES)}
+    default-address-routing-type: {b(defaults.DEFAULT_ADDRESS_ROUTING_TYPE)}
+    default-queue-routing-type: {b(defaults.DEFAULT_QUEUE_ROUTING_TYPE)}
+"""

@@ -1,0 +1,434 @@
+"""Pydantic models of one node's configuration file.
+
+Keys are the hyphenated broker.xml names (``max-delivery-attempts``); Python
+attributes are the snake_case equivalents. Every default comes from
+``defaults.py``. Models are frozen and reject unknown keys.
+
+Conventions a reader of the YAML should know:
+
+* A key set to null (or left empty) takes its default, so ``journal:`` with
+  every child commented out is the same as no ``journal`` key. The exceptions
+  are ``anycast:`` / ``multicast:`` under an address, where an empty value
+  means "this routing type, no queues", and the per-match address-settings
+  fields, where null means "not set here" (a less specific match decides).
+* Relative paths (``data-directory``, ``cert-path``, ``key-path``,
+  ``trust-path``, a relative SQLite file in ``journal.url``) are relative to the
+  directory of the config file (to the working directory for config built in
+  code or from a string) and are stored absolute.
+
+A check that involves several keys raises ``ConfigIssues``, which carries the
+path of each offending key below the model, so the loader can name the exact
+key and line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from meshmq.config import defaults
+from meshmq.config.address_settings import match_syntax_problem
+from meshmq.config.yaml_source import format_key_path
+
+RelPath = tuple[str | int, ...]
+
+
+class ConfigIssues(ValueError):
+    """One or more problems, each at a key path relative to the model or field
+    being validated."""
+
+    def __init__(self, issues: list[tuple[RelPath, str]]) -> None:
+        self.issues = tuple(issues)
+        super().__init__("; ".join(f"{'.'.join(map(str, p))}: {m}" if p else m for p, m in self.issues))
+
+
+def _raise_issues(issues: list[tuple[RelPath, str]]) -> None:
+    if issues:
+        raise ConfigIssues(issues)
+
+
+def _base_dir(info: ValidationInfo) -> Path:
+    context = info.context if isinstance(info.context, dict) else {}
+    base = context.get("base_dir")
+    return Path(base) if base is not None else Path.cwd()
+
+
+def _absolute(value: Path, info: ValidationInfo) -> Path:
+    value = value.expanduser()
+    return value if value.is_absolute() else (_base_dir(info) / value).resolve()
+
+
+def _existing_file(value: Path, info: ValidationInfo) -> Path:
+    value = _absolute(value, info)
+    if not value.is_file():
+        raise ValueError(f"file not found: {value}")
+    return value
+
+
+def _upper(value: Any) -> Any:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+def _not_zero(what: str):
+    def check(value: int | None) -> int | None:
+        if value == 0:
+            raise ValueError(f"0 is not allowed; use -1 for {what} or a positive number")
+        return value
+
+    return check
+
+
+def _valid_match(pattern: str) -> str:
+    problem = match_syntax_problem(pattern)
+    if problem is not None:
+        raise ValueError(problem)
+    return pattern
+
+
+def _none_values_to_empty(value: Any) -> Any:
+    # `DLQ:` with nothing under it is an address with default settings.
+    if isinstance(value, dict):
+        return {k: ({} if v is None else v) for k, v in value.items()}
+    return value
+
+
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+Port = Annotated[int, Field(ge=0, le=65535)]
+ExistingFile = Annotated[Path, AfterValidator(_existing_file)]
+MatchString = Annotated[str, AfterValidator(_valid_match)]
+RoutingType = Annotated[Literal["ANYCAST", "MULTICAST"], BeforeValidator(_upper)]
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=_kebab)
+
+    # Keys whose null value means [] rather than "use the default".
+    _null_is_empty_list: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        by_key = {}
+        for name, info in cls.model_fields.items():
+            by_key[name] = name
+            by_key[info.alias or name] = name
+        result = {}
+        for key, value in data.items():
+            name = by_key.get(key) if isinstance(key, str) else None
+            if value is None and name is not None:
+                if name in cls._null_is_empty_list:
+                    value = []
+                elif cls.model_fields[name].default is not None or cls.model_fields[name].default_factory:
+                    continue
+            result[key] = value
+        return result
+
+
+# --- listeners (acceptors and the journal's own listener) ------------------
+
+
+def _tls_issues(model: Acceptor | JournalListen) -> list[tuple[RelPath, str]]:
+    issues: list[tuple[RelPath, str]] = []
+    if model.ssl_enabled:
+        if model.cert_path is None:
+            issues.append((("cert-path",), "required when ssl-enabled is true"))
+        if model.key_path is None:
+            issues.append((("key-path",), "required when ssl-enabled is true"))
+    if model.need_client_auth:
+        if not model.ssl_enabled:
+            issues.append((("need-client-auth",), "requires ssl-enabled: true"))
+        if model.trust_path is None:
+            why = "required when need-client-auth is true (the CA that signs client certificates)"
+            issues.append((("trust-path",), why))
+    return issues
+
+
+class Acceptor(_Model):
+    """Where the router's gRPC server listens (broker.xml ``<acceptor>``)."""
+
+    name: NonEmptyStr = defaults.ACCEPTOR_NAME
+    host: NonEmptyStr = defaults.ACCEPTOR_HOST
+    port: Port = defaults.ACCEPTOR_PORT
+    ssl_enabled: bool = defaults.SSL_ENABLED
+    cert_path: ExistingFile | None = None
+    key_path: ExistingFile | None = None
+    trust_path: ExistingFile | None = None
+    need_client_auth: bool = defaults.NEED_CLIENT_AUTH
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> Acceptor:
+        _raise_issues(_tls_issues(self))
+        return self
+
+
+class JournalListen(_Model):
+    """Where ``meshmq serve journal`` listens; the acceptor keys without a name."""
+
+    host: NonEmptyStr = defaults.JOURNAL_LISTEN_HOST
+    port: Port = defaults.JOURNAL_LISTEN_PORT
+    ssl_enabled: bool = defaults.SSL_ENABLED
+    cert_path: ExistingFile | None = None
+    key_path: ExistingFile | None = None
+    trust_path: ExistingFile | None = None
+    need_client_auth: bool = defaults.NEED_CLIENT_AUTH
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> JournalListen:
+        _raise_issues(_tls_issues(self))
+        return self
+
+
+# --- journal ---------------------------------------------------------------
+
+_JOURNAL_BACKENDS = ("sqlite", "postgresql")
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` -> (host, port); ValueError if not."""
+    host, sep, port_text = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or ":" in host and not value.startswith("["):
+        raise ValueError(f"expected host:port, got {value!r}")
+    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"expected host:port with a port from 1 to 65535, got {value!r}")
+    return host, int(port_text)
+
+
+class Journal(_Model):
+    """The journal service this node stores its state in."""
+
+    url: str | None = defaults.JOURNAL_URL
+    address: str | None = defaults.JOURNAL_ADDRESS
+    sync: bool = defaults.JOURNAL_SYNC
+    max_batch_records: Annotated[int, Field(ge=1)] = defaults.JOURNAL_MAX_BATCH_RECORDS
+    listen: JournalListen = Field(default_factory=JournalListen)
+    # Client side: how this router reaches a remote journal (address).
+    ssl_enabled: bool = defaults.JOURNAL_SSL_ENABLED
+    trust_path: ExistingFile | None = None
+    # Client certificate, for a journal listener with need-client-auth.
+    cert_path: ExistingFile | None = None
+    key_path: ExistingFile | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            url = make_url(value)
+        except (ArgumentError, ValueError) as exc:
+            raise ValueError(f"not a valid SQLAlchemy URL: {exc}") from None
+        backend = url.get_backend_name()
+        if backend not in _JOURNAL_BACKENDS:
+            raise ValueError(f"unsupported database {backend!r}; use sqlite:///path or postgresql+psycopg://...")
+        if backend == "sqlite" and url.database and url.database != ":memory:" and not url.database.startswith("file:"):
+            path = Path(url.database).expanduser()
+            if not path.is_absolute():
+                return url.set(database=str(_absolute(path, info))).render_as_string(hide_password=False)
+        return value
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_host_port(value)
+        return value
+
+    @model_validator(mode="after")
+    def _check_client_cert(self) -> Journal:
+        issues: list[tuple[RelPath, str]] = []
+        if self.cert_path is not None and self.key_path is None:
+            issues.append((("key-path",), "required when cert-path is set"))
+        if self.key_path is not None and self.cert_path is None:
+            issues.append((("cert-path",), "required when key-path is set"))
+        _raise_issues(issues)
+        return self
+
+
+# --- addresses and queues --------------------------------------------------
+
+
+class Queue(_Model):
+    """A queue under an address (broker.xml ``<queue>``)."""
+
+    name: NonEmptyStr
+    durable: bool = defaults.QUEUE_DURABLE
+    # A selector string; the router parses and validates it.
+    filter: str | None = None
+
+
+class Address(_Model):
+    """An address; the presence of ``anycast`` / ``multicast`` gives its routing types."""
+
+    _null_is_empty_list: ClassVar[frozenset[str]] = frozenset({"anycast", "multicast"})
+
+    anycast: tuple[Queue, ...] | None = None
+    multicast: tuple[Queue, ...] | None = None
+
+    @property
+    def routing_types(self) -> frozenset[str]:
+        return frozenset(
+            kind for kind, queues in (("ANYCAST", self.anycast), ("MULTICAST", self.multicast)) if queues is not None
+        )
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_routing_types(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class AddressSettings(_Model):
+    """Settings for the addresses a match string matches; None = not set here.
+
+    See ``address_settings.py`` for how matches are ordered and merged.
+    """
+
+    # "" = explicitly no dead-letter address (overrides a less specific match).
+    dead_letter_address: str | None = None
+    # "" = explicitly no expiry address.
+    expiry_address: str | None = None
+    expiry_delay: Annotated[int, Field(ge=-1)] | None = None
+    # 0 is refused: Artemis treats it like -1 (never dead-letter), which reads like "no attempts".
+    max_delivery_attempts: Annotated[int, Field(ge=-1), AfterValidator(_not_zero("infinite attempts"))] | None = None
+    redelivery_delay: Annotated[int, Field(ge=0)] | None = None
+    redistribution_delay: Annotated[int, Field(ge=-1)] | None = None
+    auto_create_queues: bool | None = None
+    auto_create_addresses: bool | None = None
+    auto_delete_queues: bool | None = None
+    auto_delete_addresses: bool | None = None
+    default_address_routing_type: RoutingType | None = None
+    default_queue_routing_type: RoutingType | None = None
+    send_to_dla_on_no_route: bool | None = None
+    id_cache_size: Annotated[int, Field(gt=0)] | None = defaults.ADDRESS_ID_CACHE_SIZE
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+# --- security --------------------------------------------------------------
+
+
+class User(_Model):
+    username: NonEmptyStr
+    password: NonEmptyStr
+
+
+# --- the node --------------------------------------------------------------
+
+
+class BrokerConfig(_Model):
+    """One node's configuration (the whole YAML file)."""
+
+    name: NonEmptyStr = defaults.NAME
+    persistence_enabled: bool = defaults.PERSISTENCE_ENABLED
+    data_directory: Path = Field(default=Path(defaults.DATA_DIRECTORY), validate_default=True)
+    id_cache_size: Annotated[int, Field(gt=0)] = defaults.ID_CACHE_SIZE
+    persist_id_cache: bool = defaults.PERSIST_ID_CACHE
+    message_expiry_scan_period: Annotated[
+        int, Field(ge=-1), AfterValidator(_not_zero("no scanning"))
+    ] = defaults.MESSAGE_EXPIRY_SCAN_PERIOD
+    security_enabled: bool = defaults.SECURITY_ENABLED
+    users: tuple[User, ...] = ()
+    acceptors: tuple[Acceptor, ...] = Field(default_factory=lambda: (Acceptor(),))
+    journal: Journal = Field(default_factory=Journal)
+    addresses: Annotated[dict[NonEmptyStr, Address], BeforeValidator(_none_values_to_empty)] = Field(
+        default_factory=dict
+    )
+    address_settings: Annotated[dict[MatchString, AddressSettings], BeforeValidator(_none_values_to_empty)] = Field(
+        default_factory=dict
+    )
+
+    @field_validator("data_directory")
+    @classmethod
+    def _resolve_data_directory(cls, value: Path, info: ValidationInfo) -> Path:
+        return _absolute(value, info)
+
+    @field_validator("users")
+    @classmethod
+    def _unique_usernames(cls, users: tuple[User, ...]) -> tuple[User, ...]:
+        seen: dict[str, int] = {}
+        issues: list[tuple[RelPath, str]] = []
+        for index, user in enumerate(users):
+            if user.username in seen:
+                why = f"duplicate username {user.username!r} (also users[{seen[user.username]}])"
+                issues.append(((index, "username"), why))
+            seen.setdefault(user.username, index)
+        _raise_issues(issues)
+        return users
+
+    @field_validator("acceptors")
+    @classmethod
+    def _unique_acceptors(cls, acceptors: tuple[Acceptor, ...]) -> tuple[Acceptor, ...]:
+        names: dict[str, int] = {}
+        endpoints: dict[tuple[str, int], int] = {}
+        issues: list[tuple[RelPath, str]] = []
+        for index, acceptor in enumerate(acceptors):
+            if acceptor.name in names:
+                why = f"duplicate acceptor name {acceptor.name!r} (also acceptors[{names[acceptor.name]}])"
+                issues.append(((index, "name"), why))
+            names.setdefault(acceptor.name, index)
+            endpoint = (acceptor.host, acceptor.port)
+            if acceptor.port != 0 and endpoint in endpoints:
+                why = f"{acceptor.host}:{acceptor.port} is already used by acceptors[{endpoints[endpoint]}]"
+                issues.append(((index, "port"), why))
+            endpoints.setdefault(endpoint, index)
+        _raise_issues(issues)
+        return acceptors
+
+    @field_validator("addresses")
+    @classmethod
+    def _unique_queue_names(cls, addresses: dict[str, Address]) -> dict[str, Address]:
+        seen: dict[str, str] = {}
+        issues: list[tuple[RelPath, str]] = []
+        for address_name, address in addresses.items():
+            for kind in ("anycast", "multicast"):
+                for index, queue in enumerate(getattr(address, kind) or ()):
+                    if queue.name in seen:
+                        why = (
+                            f"queue {queue.name!r} is already defined at {seen[queue.name]}; "
+                            "queue names are unique across all addresses"
+                        )
+                        issues.append(((address_name, kind, index, "name"), why))
+                    else:
+                        seen[queue.name] = format_key_path(("addresses", address_name, kind, index))
+        _raise_issues(issues)
+        return addresses
+
+    @model_validator(mode="after")
+    def _check_security(self) -> BrokerConfig:
+        if self.security_enabled and not self.users:
+            _raise_issues([(("users",), "security-enabled is true but no users are configured")])
+        return self
+
+    def journal_url(self) -> str:
+        """The SQLAlchemy URL of the journal: ``journal.url``, or the SQLite
+        file ``<data-directory>/journal.db`` (absolute) when it is not set."""
+        if self.journal.url is not None:
+            return self.journal.url
+        from sqlalchemy.engine import URL
+
+        path = self.data_directory / defaults.JOURNAL_SQLITE_FILE
+        return URL.create("sqlite", database=str(path)).render_as_string(hide_password=False)

@@ -1,0 +1,175 @@
+"""Error reasons shared by every service and the client SDK.
+
+A failure travels as a gRPC status code plus a machine-readable reason: in the
+trailing metadata key `meshmq-reason` for RPC failures, or in the `reason`
+field of a SessionError on a session stream. The SDK turns both into the typed
+exceptions below, so applications branch on a class, not on message text.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import grpc
+
+REASON_METADATA_KEY = "meshmq-reason"
+
+
+class Reason(str, enum.Enum):
+    INVALID_SELECTOR = "INVALID_SELECTOR"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    QUEUE_NOT_FOUND = "QUEUE_NOT_FOUND"
+    ADDRESS_NOT_FOUND = "ADDRESS_NOT_FOUND"
+    QUEUE_EXISTS = "QUEUE_EXISTS"
+    QUEUE_IN_USE = "QUEUE_IN_USE"
+    DUPLICATE_ID = "DUPLICATE_ID"
+    TRANSACTION_ROLLED_BACK = "TRANSACTION_ROLLED_BACK"
+    NOT_TRANSACTED = "NOT_TRANSACTED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
+    NOT_ACTIVE = "NOT_ACTIVE"
+    FENCED = "FENCED"
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+    UNBLOCKED = "UNBLOCKED"
+    CONNECTION_FAILED = "CONNECTION_FAILED"
+    INTERNAL = "INTERNAL"
+
+
+STATUS_FOR_REASON: dict[Reason, grpc.StatusCode] = {
+    Reason.INVALID_SELECTOR: grpc.StatusCode.INVALID_ARGUMENT,
+    Reason.INVALID_REQUEST: grpc.StatusCode.INVALID_ARGUMENT,
+    Reason.QUEUE_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Reason.ADDRESS_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Reason.QUEUE_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    Reason.QUEUE_IN_USE: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.DUPLICATE_ID: grpc.StatusCode.ALREADY_EXISTS,
+    Reason.TRANSACTION_ROLLED_BACK: grpc.StatusCode.ABORTED,
+    Reason.NOT_TRANSACTED: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+    Reason.MESSAGE_TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Reason.NOT_ACTIVE: grpc.StatusCode.UNAVAILABLE,
+    Reason.FENCED: grpc.StatusCode.FAILED_PRECONDITION,
+    Reason.STORE_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    Reason.UNBLOCKED: grpc.StatusCode.UNAVAILABLE,
+    Reason.CONNECTION_FAILED: grpc.StatusCode.UNAVAILABLE,
+    Reason.INTERNAL: grpc.StatusCode.INTERNAL,
+}
+
+
+class MeshMQError(Exception):
+    """Base of every error the SDK raises; `reason` is the server's reason code."""
+
+    reason: Reason = Reason.INTERNAL
+
+    def __init__(self, message: str, reason: Reason | str | None = None) -> None:
+        super().__init__(message)
+        if reason is not None:
+            self.reason = Reason(reason) if reason in Reason._value2member_map_ else Reason.INTERNAL
+
+
+class InvalidSelectorError(MeshMQError):
+    reason = Reason.INVALID_SELECTOR
+
+
+class InvalidRequestError(MeshMQError):
+    reason = Reason.INVALID_REQUEST
+
+
+class QueueNotFoundError(MeshMQError):
+    reason = Reason.QUEUE_NOT_FOUND
+
+
+class QueueExistsError(MeshMQError):
+    reason = Reason.QUEUE_EXISTS
+
+
+class DuplicateIdError(MeshMQError):
+    reason = Reason.DUPLICATE_ID
+
+
+class TransactionRolledBackError(MeshMQError):
+    reason = Reason.TRANSACTION_ROLLED_BACK
+
+
+class AuthenticationError(MeshMQError):
+    reason = Reason.UNAUTHENTICATED
+
+
+class MessageTooLargeError(MeshMQError):
+    reason = Reason.MESSAGE_TOO_LARGE
+
+
+class ConnectionFailedError(MeshMQError):
+    reason = Reason.CONNECTION_FAILED
+
+
+class FencedError(MeshMQError):
+    reason = Reason.FENCED
+
+
+class StoreUnavailableError(MeshMQError):
+    reason = Reason.STORE_UNAVAILABLE
+
+
+_CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
+    cls.reason: cls
+    for cls in (
+        InvalidSelectorError,
+        InvalidRequestError,
+        QueueNotFoundError,
+        QueueExistsError,
+        DuplicateIdError,
+        TransactionRolledBackError,
+        AuthenticationError,
+        MessageTooLargeError,
+        ConnectionFailedError,
+        FencedError,
+        StoreUnavailableError,
+    )
+}
+
+
+def error_for(reason: str, message: str) -> MeshMQError:
+    """The typed exception for a reason code received from a server."""
+    try:
+        r = Reason(reason)
+    except ValueError:
+        return MeshMQError(message, Reason.INTERNAL)
+    return _CLASS_FOR_REASON.get(r, MeshMQError)(message, r)
+
+
+def from_rpc_error(err: grpc.RpcError) -> MeshMQError:
+    """Convert a failed gRPC call into the typed exception it stands for."""
+    reason = None
+    trailing = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
+    for key, value in trailing or ():
+        if key == REASON_METADATA_KEY:
+            reason = value
+    details = err.details() if hasattr(err, "details") else str(err)
+    if reason is None:
+        code = err.code() if hasattr(err, "code") else None
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            reason = Reason.UNAUTHENTICATED.value
+        elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            reason = Reason.CONNECTION_FAILED.value
+        else:
+            reason = Reason.INTERNAL.value
+    return error_for(reason, details or reason)
+
+
+class BrokerError(Exception):
+    """Raised inside services for a request that fails with a known reason.
+
+    Handlers convert it to a gRPC status (`abort_with`) or a SessionError.
+    """
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+async def abort_with(context: grpc.aio.ServicerContext, err: BrokerError) -> None:
+    """Abort an RPC with the status code and reason metadata for `err`."""
+    context.set_trailing_metadata(((REASON_METADATA_KEY, err.reason.value),))
+    await context.abort(STATUS_FOR_REASON.get(err.reason, grpc.StatusCode.UNKNOWN), err.message)

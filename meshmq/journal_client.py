@@ -1,0 +1,115 @@
+"""How a router reaches its journal: one interface, two transports.
+
+`JournalAPI` is what the router calls. The journal service's own core object
+satisfies it directly when hosted in the router's process (the embedded
+default); `GrpcJournalClient` satisfies it over gRPC when the journal runs as
+its own process. Both take and return the same protobuf messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from typing import Protocol
+
+import grpc
+
+from meshmq.errors import Reason
+from meshmq.v1 import journal_pb2 as jpb
+from meshmq.v1 import journal_pb2_grpc as jgrpc
+
+log = logging.getLogger("meshmq.router.journal")
+
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+
+class JournalAPI(Protocol):
+    description: str
+
+    async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse: ...
+
+    def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]: ...
+
+    def append(self, req: jpb.AppendRequest) -> Awaitable[jpb.AppendResponse]: ...
+
+    async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]: ...
+
+    async def close(self) -> None: ...
+
+
+def channel_options() -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.keepalive_time_ms", 10_000),
+        ("grpc.keepalive_timeout_ms", 5_000),
+    ]
+
+
+class GrpcJournalClient:
+    """A journal in another process, reached over one pipelined Append stream."""
+
+    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None) -> None:
+        self.description = f"journal service at {target}"
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(target, options=channel_options())
+        else:
+            self._channel = grpc.aio.secure_channel(target, credentials, options=channel_options())
+        self._stub = jgrpc.JournalStub(self._channel)
+        self._stream: grpc.aio.StreamStreamCall | None = None
+        self._pending: dict[int, asyncio.Future[jpb.AppendResponse]] = {}
+        self._reader: asyncio.Task | None = None
+
+    async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
+        return await self._stub.Open(req, wait_for_ready=True, timeout=30)
+
+    async def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]:
+        async for page in self._stub.Load(req):
+            yield page
+
+    def append(self, req: jpb.AppendRequest) -> Awaitable[jpb.AppendResponse]:
+        fut: asyncio.Future[jpb.AppendResponse] = asyncio.get_running_loop().create_future()
+        self._pending[req.request_id] = fut
+        if self._stream is None:
+            self._stream = self._stub.Append()
+            self._reader = asyncio.create_task(self._read_responses(self._stream))
+        return self._write(req, fut)
+
+    async def _write(self, req: jpb.AppendRequest, fut: asyncio.Future) -> jpb.AppendResponse:
+        stream = self._stream
+        try:
+            await stream.write(req)
+        except (grpc.RpcError, asyncio.InvalidStateError, grpc.aio.UsageError) as exc:
+            self._fail_all(stream, f"journal stream failed: {exc}")
+        return await fut
+
+    async def _read_responses(self, stream: grpc.aio.StreamStreamCall) -> None:
+        try:
+            async for resp in stream:
+                fut = self._pending.pop(resp.request_id, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(resp)
+            self._fail_all(stream, "journal stream closed")
+        except grpc.RpcError as exc:
+            self._fail_all(stream, f"journal unavailable: {exc.code().name} {exc.details()}")
+
+    def _fail_all(self, stream, message: str) -> None:
+        if self._stream is stream:
+            self._stream = None
+        pending, self._pending = self._pending, {}
+        if pending:
+            log.error("%s; failing %d pending appends", message, len(pending))
+        for rid, fut in pending.items():
+            if not fut.done():
+                fut.set_result(
+                    jpb.AppendResponse(request_id=rid, ok=False, reason=Reason.STORE_UNAVAILABLE.value, message=message)
+                )
+
+    async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
+        return [c async for c in self._stub.ReadLargeMessage(req)]
+
+    async def close(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+        await self._channel.close()

@@ -1,0 +1,109 @@
+"""Throughput and latency measurement through the real SDK (`meshmq perf`).
+
+Producer figures: messages/s and confirm latency (send_async -> confirm) per
+message. Consumer figures: messages/s and end-to-end latency from the
+router's accept timestamp to receipt (millisecond resolution).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from meshmq.client import connect
+
+
+@dataclass
+class PerfResult:
+    role: str
+    messages: int
+    seconds: float
+    latencies_ms: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def rate(self) -> float:
+        return self.messages / self.seconds if self.seconds > 0 else 0.0
+
+    def percentile(self, p: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        data = sorted(self.latencies_ms)
+        k = min(len(data) - 1, max(0, int(round(p / 100 * (len(data) - 1)))))
+        return data[k]
+
+    def summary(self) -> dict:
+        d = asdict(self)
+        d.pop("latencies_ms")
+        d.update(
+            rate=round(self.rate, 1),
+            p50_ms=round(self.percentile(50), 3),
+            p99_ms=round(self.percentile(99), 3),
+            max_ms=round(max(self.latencies_ms), 3) if self.latencies_ms else None,
+        )
+        return d
+
+
+Progress = Callable[[int], None]
+
+
+async def produce(
+    url: str, address: str, count: int, size: int, durable: bool, progress: Progress | None = None
+) -> PerfResult:
+    body = b"x" * size
+    lat: list[float] = []
+    async with await connect(url) as conn:
+        session = await conn.session()
+        producer = await session.create_producer(address)
+        clock = time.perf_counter
+        start = clock()
+        pending: list[asyncio.Future] = []
+        for i in range(count):
+            t = clock()
+            fut = await producer.send_async(body, durable=durable, routing_type="anycast")
+            fut.add_done_callback(lambda f, t=t: lat.append((clock() - t) * 1000))
+            pending.append(fut)
+            if progress and i % 1000 == 999:
+                progress(1000)
+            if len(pending) >= 10000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await asyncio.gather(*pending)
+        elapsed = clock() - start
+    return PerfResult("producer", count, elapsed, lat)
+
+
+async def consume(url: str, queue: str, count: int, timeout: float = 30.0, progress: Progress | None = None) -> PerfResult:
+    lat: list[float] = []
+    async with await connect(url) as conn:
+        session = await conn.session()
+        consumer = await session.create_consumer(queue)
+        clock = time.perf_counter
+        start = None
+        got = 0
+        while got < count:
+            msg = await consumer.receive(timeout)
+            if msg is None:
+                break
+            if start is None:
+                start = clock()
+            lat.append(time.time() * 1000 - msg.timestamp)
+            msg.ack()
+            got += 1
+            if progress and got % 1000 == 0:
+                progress(1000)
+        elapsed = clock() - (start or clock())
+        await consumer.close()
+    return PerfResult("consumer", got, elapsed, lat)
+
+
+async def client(url: str, address: str, count: int, size: int, durable: bool, progress: Progress | None = None):
+    """Producer and consumer at once on one address (the end-to-end figure)."""
+    consumer_task = asyncio.create_task(consume(url, address, count))
+    await asyncio.sleep(0)
+    producer_result = await produce(url, address, count, size, durable, progress)
+    consumer_result = await consumer_task
+    total = PerfResult("end-to-end", consumer_result.messages, max(producer_result.seconds, consumer_result.seconds))
+    total.latencies_ms = producer_result.latencies_ms
+    return producer_result, consumer_result, total

@@ -1,0 +1,51 @@
+"""Typed message properties: Python values <-> the `Value` protobuf.
+
+Shared by the SDK (setting properties) and the router (evaluating selectors),
+so both sides agree on what an int, a float or bytes is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Union
+
+from meshmq.v1 import messages_pb2 as mpb
+
+PropertyValue = Union[str, int, float, bool, bytes]
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def set_properties(target, props: Mapping[str, PropertyValue]) -> None:
+    """Copy a mapping of Python values into a `map<string, Value>` field."""
+    for key, value in props.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"property names must be non-empty strings, got {key!r}")
+        v = target[key]
+        # bool first: it is an int subclass in Python but its own type on the wire.
+        if isinstance(value, bool):
+            v.bool_value = value
+        elif isinstance(value, int):
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise ValueError(f"property {key!r}: int {value} does not fit in 64 bits")
+            v.int_value = value
+        elif isinstance(value, float):
+            v.float_value = value
+        elif isinstance(value, str):
+            v.string_value = value
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            v.bytes_value = bytes(value)
+        else:
+            raise TypeError(
+                f"property {key!r}: unsupported type {type(value).__name__} (use str, int, float, bool or bytes)"
+            )
+
+
+def value_of(v: mpb.Value) -> PropertyValue | None:
+    kind = v.WhichOneof("kind")
+    return None if kind is None else getattr(v, kind)
+
+
+def properties_dict(props) -> dict[str, PropertyValue]:
+    """A `map<string, Value>` field as a plain dict."""
+    return {k: value_of(v) for k, v in props.items()}

@@ -1,0 +1,166 @@
+from meshmq.v1 import messages_pb2 as _messages_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetNodeInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NodeInfo(_message.Message):
+    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    name: str
+    version: str
+    started_at: int
+    journal: str
+    epoch: int
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class ListAddressesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AddressInfo(_message.Message):
+    __slots__ = ("name", "routing_types", "queues", "auto_created")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_TYPES_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    AUTO_CREATED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    routing_types: _containers.RepeatedScalarFieldContainer[_messages_pb2.RoutingType]
+    queues: _containers.RepeatedScalarFieldContainer[str]
+    auto_created: bool
+    def __init__(self, name: _Optional[str] = ..., routing_types: _Optional[_Iterable[_Union[_messages_pb2.RoutingType, str]]] = ..., queues: _Optional[_Iterable[str]] = ..., auto_created: _Optional[bool] = ...) -> None: ...
+
+class ListAddressesResponse(_message.Message):
+    __slots__ = ("addresses",)
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.RepeatedCompositeFieldContainer[AddressInfo]
+    def __init__(self, addresses: _Optional[_Iterable[_Union[AddressInfo, _Mapping]]] = ...) -> None: ...
+
+class ListQueuesRequest(_message.Message):
+    __slots__ = ("address",)
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    def __init__(self, address: _Optional[str] = ...) -> None: ...
+
+class QueueInfo(_message.Message):
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DURABLE_FIELD_NUMBER: _ClassVar[int]
+    TEMPORARY_FIELD_NUMBER: _ClassVar[int]
+    AUTO_CREATED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DELIVERING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_ADDED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_KILLED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    address: str
+    routing_type: _messages_pb2.RoutingType
+    filter: str
+    durable: bool
+    temporary: bool
+    auto_created: bool
+    message_count: int
+    consumer_count: int
+    delivering_count: int
+    messages_added: int
+    messages_acknowledged: int
+    messages_expired: int
+    messages_killed: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ...) -> None: ...
+
+class ListQueuesResponse(_message.Message):
+    __slots__ = ("queues",)
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
+    def __init__(self, queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ...) -> None: ...
+
+class ListConsumersRequest(_message.Message):
+    __slots__ = ("queue",)
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    def __init__(self, queue: _Optional[str] = ...) -> None: ...
+
+class ConsumerInfo(_message.Message):
+    __slots__ = ("session_id", "consumer_id", "queue", "filter", "delivering_count", "messages_acknowledged", "credits", "client_id")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DELIVERING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    consumer_id: int
+    queue: str
+    filter: str
+    delivering_count: int
+    messages_acknowledged: int
+    credits: int
+    client_id: str
+    def __init__(self, session_id: _Optional[str] = ..., consumer_id: _Optional[int] = ..., queue: _Optional[str] = ..., filter: _Optional[str] = ..., delivering_count: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., credits: _Optional[int] = ..., client_id: _Optional[str] = ...) -> None: ...
+
+class ListConsumersResponse(_message.Message):
+    __slots__ = ("consumers",)
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    consumers: _containers.RepeatedCompositeFieldContainer[ConsumerInfo]
+    def __init__(self, consumers: _Optional[_Iterable[_Union[ConsumerInfo, _Mapping]]] = ...) -> None: ...
+
+class CreateQueueRequest(_message.Message):
+    __slots__ = ("name", "address", "routing_type", "filter", "durable")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    DURABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    address: str
+    routing_type: _messages_pb2.RoutingType
+    filter: str
+    durable: bool
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ...) -> None: ...
+
+class DeleteQueueRequest(_message.Message):
+    __slots__ = ("name", "force")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    force: bool
+    def __init__(self, name: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class DeleteQueueResponse(_message.Message):
+    __slots__ = ("messages_removed",)
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    messages_removed: int
+    def __init__(self, messages_removed: _Optional[int] = ...) -> None: ...
+
+class PurgeQueueRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class PurgeQueueResponse(_message.Message):
+    __slots__ = ("messages_removed",)
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    messages_removed: int
+    def __init__(self, messages_removed: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,117 @@
+"""The journal's SQL schema (SQLAlchemy Core), documented in docs/journal-schema.md.
+
+Live state (addresses, queues, messages, message_refs, large_message_chunks,
+duplicate_ids) is what recovery reads; `events` is the append-only log of
+message life that analytics reads (never bodies). Bump SCHEMA_VERSION with any
+change: a store of another version is refused with a clear message rather than
+misread.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+# An auto-incrementing 64-bit key that is SQLite's rowid there (fast appends).
+_EventKey = BigInteger().with_variant(Integer(), "sqlite")
+
+node_state = Table(
+    "node_state",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(255), nullable=False),
+)
+
+addresses = Table(
+    "addresses",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("routing_types", SmallInteger, nullable=False),
+    Column("auto_created", Boolean, nullable=False),
+)
+
+queues = Table(
+    "queues",
+    metadata,
+    Column("queue_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("name", String(255), nullable=False, index=True),
+    Column("address", String(255), nullable=False),
+    Column("routing_type", SmallInteger, nullable=False),
+    Column("filter", Text, nullable=False),
+    Column("auto_created", Boolean, nullable=False),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("address", String(255), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("timestamp", BigInteger, nullable=False),
+    Column("large", Boolean, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+message_refs = Table(
+    "message_refs",
+    metadata,
+    Column("queue_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("delivery_count", Integer, nullable=False),
+)
+
+large_message_chunks = Table(
+    "large_message_chunks",
+    metadata,
+    Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+duplicate_ids = Table(
+    "duplicate_ids",
+    metadata,
+    Column("address", String(255), primary_key=True),
+    Column("duplicate_id", String(255), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("event_id", _EventKey, primary_key=True, autoincrement=True),
+    Column("node_id", String(64), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("ts", BigInteger, nullable=False),
+    Column("address", String(255), nullable=False),
+    Column("queue", String(255), nullable=False),
+    Column("message_id", BigInteger, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("delivery_count", Integer, nullable=False),
+    Column("message_ts", BigInteger, nullable=False),
+)
+Index("events_ts", events.c.ts)
+
+EVENT_KIND_NAMES = {
+    1: "ENQUEUED",
+    2: "DELIVERED",
+    3: "ACKNOWLEDGED",
+    4: "EXPIRED",
+    5: "DEAD_LETTERED",
+    6: "REMOVED",
+}

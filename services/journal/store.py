@@ -1,0 +1,406 @@
+"""Synchronous SQL access for one node's journal.
+
+Only the journal's writer thread calls `apply`; reads (`load_pages`,
+`read_large`) use their own pooled connections, which SQLite's WAL mode lets
+run beside the writer. Nothing here is ever called on an event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy import and_, bindparam, create_engine, event, func, inspect, select, text, update
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from meshmq.errors import Reason
+from meshmq.v1 import journal_pb2 as jpb
+
+from . import schema as s
+
+log = logging.getLogger("meshmq.journal")
+
+LOAD_PAGE_MESSAGES = 2000
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used (unreachable, wrong schema, ...); the message says why."""
+
+
+def describe_url(url: str) -> str:
+    """The URL with any password hidden, for logs and NodeInfo."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def _sqlite_pragmas(sync: bool):
+    def on_connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        # FULL: the WAL is fsynced at every commit, so a confirmed message is on disk.
+        cur.execute(f"PRAGMA synchronous={'FULL' if sync else 'OFF'}")
+        cur.execute("PRAGMA busy_timeout=10000")
+        cur.execute("PRAGMA foreign_keys=OFF")
+        cur.close()
+
+    return on_connect
+
+
+def create_store_engine(url: str, *, sync: bool = True) -> Engine:
+    """An engine for a journal URL: SQLite (file, WAL) or PostgreSQL (psycopg 3)."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"check_same_thread": False, "timeout": 10})
+        event.listen(engine, "connect", _sqlite_pragmas(sync))
+        return engine
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        connect_args: dict = {"connect_timeout": 5}
+        engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+        if not sync:
+            event.listen(engine, "connect", lambda c, _r: c.execute("SET synchronous_commit = off"))
+        return engine
+    raise StoreError(f"unsupported journal URL {describe_url(url)!r}: use sqlite:///PATH or postgresql://...")
+
+
+class JournalStore:
+    """One node's durable state in SQL. See docs/journal-schema.md."""
+
+    def __init__(self, url: str, *, sync: bool = True) -> None:
+        self.url = url
+        self.engine = create_store_engine(url, sync=sync)
+        self.node_id = ""
+        self._backend = self.engine.dialect.name
+        self._prepare_statements()
+
+    # ---------------------------------------------------------------- open
+
+    def open(self, node_name: str) -> jpb.OpenResponse:
+        """Create or check the schema, create the node id once, raise the epoch."""
+        try:
+            with self.engine.begin() as conn:
+                self._ensure_schema(conn)
+                state = dict(conn.execute(select(s.node_state.c.key, s.node_state.c.value)).all())
+                node_id = state.get("node_id")
+                if node_id is None:
+                    node_id = str(uuid.uuid4())
+                    log.info("created node id %s (store %s)", node_id, describe_url(self.url))
+                epoch = int(state.get("epoch", "0")) + 1
+                next_id = int(state.get("reserved_message_ids_to", "1"))
+                self._put(conn, "node_id", node_id)
+                self._put(conn, "node_name", node_name)
+                self._put(conn, "epoch", str(epoch))
+                self._put(conn, "schema_version", str(s.SCHEMA_VERSION))
+                self._put(conn, "reserved_message_ids_to", str(next_id))
+                # Messages left without a queue reference (and their chunks) can never be delivered.
+                conn.execute(
+                    s.messages.delete().where(
+                        ~s.messages.c.message_id.in_(select(s.message_refs.c.message_id))
+                    )
+                )
+                conn.execute(
+                    s.large_message_chunks.delete().where(
+                        ~s.large_message_chunks.c.message_id.in_(select(s.messages.c.message_id))
+                    )
+                )
+        except OperationalError as exc:
+            raise StoreError(f"journal store {describe_url(self.url)} is unreachable: {exc.orig}") from exc
+        self.node_id = node_id
+        return jpb.OpenResponse(
+            node_id=node_id,
+            epoch=epoch,
+            next_message_id=next_id,
+            store=describe_url(self.url),
+            schema_version=s.SCHEMA_VERSION,
+        )
+
+    def _ensure_schema(self, conn: Connection) -> None:
+        insp = inspect(conn)
+        if insp.has_table("node_state"):
+            version = conn.execute(
+                select(s.node_state.c.value).where(s.node_state.c.key == "schema_version")
+            ).scalar()
+            if version is not None and int(version) != s.SCHEMA_VERSION:
+                raise StoreError(
+                    f"journal store {describe_url(self.url)} has schema version {version}; "
+                    f"this meshmq uses version {s.SCHEMA_VERSION}. Migrate or use a new store."
+                )
+        s.metadata.create_all(conn)
+
+    def _put(self, conn: Connection, key: str, value: str) -> None:
+        done = conn.execute(update(s.node_state).where(s.node_state.c.key == key).values(value=value))
+        if done.rowcount == 0:
+            conn.execute(s.node_state.insert().values(key=key, value=value))
+
+    # ---------------------------------------------------------------- append
+
+    def _prepare_statements(self) -> None:
+        refs = s.message_refs
+        self._del_ref = refs.delete().where(
+            and_(refs.c.queue_id == bindparam("q"), refs.c.message_id == bindparam("m"))
+        )
+        self._upd_count = (
+            refs.update()
+            .where(and_(refs.c.queue_id == bindparam("q"), refs.c.message_id == bindparam("m")))
+            .values(delivery_count=bindparam("c"))
+        )
+        self._del_msg = s.messages.delete().where(s.messages.c.message_id == bindparam("m"))
+        self._del_chunks = s.large_message_chunks.delete().where(
+            s.large_message_chunks.c.message_id == bindparam("m")
+        )
+        dup = s.duplicate_ids
+        self._del_dup = dup.delete().where(
+            and_(
+                dup.c.address == bindparam("a"),
+                dup.c.duplicate_id == bindparam("d"),
+                dup.c.position == bindparam("p"),
+            )
+        )
+        self._del_queue_refs = refs.delete().where(refs.c.queue_id == bindparam("q"))
+        self._del_queue = s.queues.delete().where(s.queues.c.queue_id == bindparam("q"))
+        self._del_address = s.addresses.delete().where(s.addresses.c.name == bindparam("a"))
+        if self._backend == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as upsert
+        else:
+            from sqlalchemy.dialects.postgresql import insert as upsert
+        ins = upsert(dup)
+        self._upsert_dup = ins.on_conflict_do_update(
+            index_elements=[dup.c.address, dup.c.duplicate_id], set_={"position": ins.excluded.position}
+        )
+        ains = upsert(s.addresses)
+        self._upsert_address = ains.on_conflict_do_update(
+            index_elements=[s.addresses.c.name],
+            set_={"routing_types": ains.excluded.routing_types, "auto_created": ains.excluded.auto_created},
+        )
+
+    def apply(self, requests: list[jpb.AppendRequest]) -> list[jpb.AppendResponse]:
+        """Apply requests in order in ONE transaction (group commit).
+
+        If that transaction fails for a reason other than the store being
+        unreachable, each request is retried alone so one bad request cannot
+        fail the others.
+        """
+        try:
+            with self.engine.begin() as conn:
+                return self._apply_all(conn, requests)
+        except OperationalError as exc:
+            msg = f"journal store unavailable: {exc.orig}"
+            log.error(msg)
+            return [_failed(r, Reason.STORE_UNAVAILABLE, msg) for r in requests]
+        except DBAPIError:
+            if len(requests) == 1:
+                log.exception("journal append %d failed", requests[0].request_id)
+                return [_failed(requests[0], Reason.INTERNAL, "journal append failed; see the journal log")]
+        out: list[jpb.AppendResponse] = []
+        for req in requests:
+            out.extend(self.apply([req]))
+        return out
+
+    def _apply_all(self, conn: Connection, requests: list[jpb.AppendRequest]) -> list[jpb.AppendResponse]:
+        epoch = int(conn.execute(select(s.node_state.c.value).where(s.node_state.c.key == "epoch")).scalar() or 0)
+        out = []
+        for req in requests:
+            if req.epoch != epoch:
+                out.append(
+                    _failed(
+                        req,
+                        Reason.FENCED,
+                        f"append from epoch {req.epoch} refused: the store was claimed at epoch {epoch}",
+                    )
+                )
+                continue
+            self._apply_one(conn, req)
+            out.append(jpb.AppendResponse(request_id=req.request_id, ok=True))
+        return out
+
+    def _apply_one(self, conn: Connection, r: jpb.AppendRequest) -> None:
+        x = conn.execute
+        if r.reserve_message_ids_to:
+            x(
+                update(s.node_state)
+                .where(s.node_state.c.key == "reserved_message_ids_to")
+                .values(value=str(r.reserve_message_ids_to))
+            )
+        if r.add_addresses:
+            x(
+                self._upsert_address,
+                [{"name": a.name, "routing_types": a.routing_types, "auto_created": a.auto_created} for a in r.add_addresses],
+            )
+        if r.add_queues:
+            x(
+                s.queues.insert(),
+                [
+                    {
+                        "queue_id": q.queue_id,
+                        "name": q.name,
+                        "address": q.address,
+                        "routing_type": q.routing_type,
+                        "filter": q.filter,
+                        "auto_created": q.auto_created,
+                    }
+                    for q in r.add_queues
+                ],
+            )
+        if r.add_messages:
+            x(
+                s.messages.insert(),
+                [
+                    {
+                        "message_id": m.message_id,
+                        "address": m.address,
+                        "size": m.size,
+                        "timestamp": m.timestamp,
+                        "large": m.large,
+                        "data": m.data,
+                    }
+                    for m in r.add_messages
+                ],
+            )
+        if r.add_refs:
+            x(
+                s.message_refs.insert(),
+                [{"queue_id": f.queue_id, "message_id": f.message_id, "delivery_count": f.delivery_count} for f in r.add_refs],
+            )
+        if r.add_large_chunks:
+            x(
+                s.large_message_chunks.insert(),
+                [{"message_id": c.message_id, "seq": c.seq, "data": c.data} for c in r.add_large_chunks],
+            )
+        for cp in r.copy_large_messages:
+            c = s.large_message_chunks
+            x(
+                c.insert().from_select(
+                    ["message_id", "seq", "data"],
+                    select(text(str(int(cp.to_message_id))), c.c.seq, c.c.data).where(
+                        c.c.message_id == cp.from_message_id
+                    ),
+                )
+            )
+        if r.add_duplicate_ids:
+            x(
+                self._upsert_dup,
+                [{"address": d.address, "duplicate_id": d.duplicate_id, "position": d.position} for d in r.add_duplicate_ids],
+            )
+        if r.delete_duplicate_ids:
+            x(self._del_dup, [{"a": d.address, "d": d.duplicate_id, "p": d.position} for d in r.delete_duplicate_ids])
+        if r.update_delivery_counts:
+            x(self._upd_count, [{"q": f.queue_id, "m": f.message_id, "c": f.delivery_count} for f in r.update_delivery_counts])
+        if r.delete_refs:
+            x(self._del_ref, [{"q": f.queue_id, "m": f.message_id} for f in r.delete_refs])
+        if r.delete_messages:
+            ids = [{"m": m} for m in r.delete_messages]
+            x(self._del_msg, ids)
+            x(self._del_chunks, ids)
+        if r.delete_queues:
+            qs = [{"q": q} for q in r.delete_queues]
+            x(self._del_queue_refs, qs)
+            x(self._del_queue, qs)
+        if r.delete_addresses:
+            x(self._del_address, [{"a": a} for a in r.delete_addresses])
+        if r.events:
+            node = self.node_id
+            x(
+                s.events.insert(),
+                [
+                    {
+                        "node_id": node,
+                        "kind": s.EVENT_KIND_NAMES.get(e.kind, "UNKNOWN"),
+                        "ts": e.timestamp,
+                        "address": e.address,
+                        "queue": e.queue,
+                        "message_id": e.message_id,
+                        "size": e.size,
+                        "delivery_count": e.delivery_count,
+                        "message_ts": e.message_timestamp,
+                    }
+                    for e in r.events
+                ],
+            )
+
+    # ---------------------------------------------------------------- reads
+
+    def load_pages(self) -> Iterator[jpb.LoadResponse]:
+        """Everything recovery needs, in pages: definitions first, then messages by id."""
+        with self.engine.connect() as conn:
+            head = jpb.LoadResponse()
+            for name, rt, auto in conn.execute(
+                select(s.addresses.c.name, s.addresses.c.routing_types, s.addresses.c.auto_created)
+            ):
+                head.addresses.add(name=name, routing_types=rt, auto_created=bool(auto))
+            for row in conn.execute(select(s.queues).order_by(s.queues.c.queue_id)):
+                head.queues.add(
+                    queue_id=row.queue_id,
+                    name=row.name,
+                    address=row.address,
+                    routing_type=row.routing_type,
+                    filter=row.filter,
+                    auto_created=bool(row.auto_created),
+                )
+            yield head
+            dup = s.duplicate_ids
+            page = jpb.LoadResponse()
+            for a, d, p in conn.execute(
+                select(dup.c.address, dup.c.duplicate_id, dup.c.position).order_by(dup.c.address, dup.c.position)
+            ):
+                page.duplicate_ids.add(address=a, duplicate_id=d, position=p)
+                if len(page.duplicate_ids) >= 5000:
+                    yield page
+                    page = jpb.LoadResponse()
+            if page.duplicate_ids:
+                yield page
+            last = 0
+            m, refs = s.messages, s.message_refs
+            while True:
+                rows = conn.execute(
+                    select(m.c.message_id, m.c.data, m.c.address, m.c.size, m.c.timestamp, m.c.large)
+                    .where(m.c.message_id > last)
+                    .order_by(m.c.message_id)
+                    .limit(LOAD_PAGE_MESSAGES)
+                ).all()
+                if not rows:
+                    return
+                page = jpb.LoadResponse()
+                for mid, data, address, size, ts, large in rows:
+                    page.messages.add(message_id=mid, data=data, address=address, size=size, timestamp=ts, large=bool(large))
+                first, last = rows[0][0], rows[-1][0]
+                for q, mid, count in conn.execute(
+                    select(refs.c.queue_id, refs.c.message_id, refs.c.delivery_count)
+                    .where(refs.c.message_id.between(first, last))
+                    .order_by(refs.c.message_id, refs.c.queue_id)
+                ):
+                    page.refs.add(queue_id=q, message_id=mid, delivery_count=count)
+                yield page
+
+    def read_large(self, message_id: int, from_seq: int, max_chunks: int) -> list[jpb.LargeMessageChunk]:
+        c = s.large_message_chunks
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(c.c.seq, c.c.data)
+                .where(and_(c.c.message_id == message_id, c.c.seq >= from_seq))
+                .order_by(c.c.seq)
+                .limit(max(1, max_chunks))
+            ).all()
+        return [jpb.LargeMessageChunk(message_id=message_id, seq=seq, data=data) for seq, data in rows]
+
+    def count(self, table_name: str) -> int:
+        """Row count of one journal table (used by tests and diagnostics)."""
+        table = s.metadata.tables[table_name]
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(table)).scalar() or 0)
+
+    def ping(self) -> None:
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _failed(req: jpb.AppendRequest, reason: Reason, message: str) -> jpb.AppendResponse:
+    return jpb.AppendResponse(request_id=req.request_id, ok=False, reason=reason.value, message=message)

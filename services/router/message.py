@@ -1,0 +1,90 @@
+"""A message inside the router, and its reference in one queue.
+
+One `ServerMessage` exists per accepted message however many queues hold it
+(multicast); each queue holds a `Ref` carrying the per-queue delivery count.
+The router keeps the client's protobuf as the payload, so delivering a message
+is a copy of that object, not a rebuild.
+"""
+
+from __future__ import annotations
+
+from meshmq.properties import PropertyValue, value_of
+from meshmq.v1 import messages_pb2 as mpb
+
+
+class ServerMessage:
+    __slots__ = (
+        "id",
+        "proto",
+        "address",
+        "priority",
+        "durable",
+        "expiration",
+        "timestamp",
+        "size",
+        "large",
+        "refs",
+        "persisted",
+        "data",
+        "_props",
+    )
+
+    def __init__(self, proto: mpb.Message, size: int) -> None:
+        self.proto = proto
+        self.id: int = proto.message_id
+        self.address: str = proto.address
+        self.priority: int = proto.priority
+        self.durable: bool = proto.durable
+        self.expiration: int = proto.expiration
+        self.timestamp: int = proto.timestamp
+        self.large: bool = proto.large
+        self.size = size
+        # Live queue references; the stored message is deleted when the last goes.
+        self.refs = 0
+        # True once the message row is (or is being) written to the journal.
+        self.persisted = False
+        # Serialized form kept only while a journal write needs it.
+        self.data: bytes | None = None
+        self._props: dict[str, PropertyValue | None] | None = None
+
+    def lookup(self, name: str) -> PropertyValue | None:
+        """Selector identifier lookup: header fields first, then properties."""
+        header = _HEADERS.get(name)
+        if header is not None:
+            return header(self)
+        props = self._props
+        if props is None:
+            props = self._props = {k: value_of(v) for k, v in self.proto.properties.items()}
+        return props.get(name)
+
+
+def _durable_word(m: ServerMessage, yes: str, no: str) -> str:
+    return yes if m.durable else no
+
+
+_HEADERS = {
+    "AMQPriority": lambda m: m.priority,
+    "JMSPriority": lambda m: m.priority,
+    "AMQTimestamp": lambda m: m.timestamp,
+    "JMSTimestamp": lambda m: m.timestamp,
+    "AMQExpiration": lambda m: m.expiration,
+    "JMSExpiration": lambda m: m.expiration,
+    "AMQDurable": lambda m: _durable_word(m, "DURABLE", "NON_DURABLE"),
+    "JMSDeliveryMode": lambda m: _durable_word(m, "PERSISTENT", "NON_PERSISTENT"),
+    "AMQSize": lambda m: m.size,
+    "AMQUserID": lambda m: m.proto.user_id or None,
+    "AMQAddress": lambda m: m.address,
+    "JMSMessageID": lambda m: f"ID:{m.proto.node_id}:{m.id}",
+}
+
+
+class Ref:
+    """A message's place in one queue."""
+
+    __slots__ = ("msg", "queue", "delivery_count", "persisted")
+
+    def __init__(self, msg: ServerMessage, queue, delivery_count: int = 0, persisted: bool = False) -> None:
+        self.msg = msg
+        self.queue = queue
+        self.delivery_count = delivery_count
+        self.persisted = persisted

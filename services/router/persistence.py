@@ -1,0 +1,90 @@
+"""Group commit on the router side.
+
+Everything the router wants stored (messages, references, acks, events,
+definitions) is added to the AppendRequest being filled. One flusher sends it
+to the journal as a single append; while that commits, the next request
+fills. Code that must wait for durability takes `commit_future()`; nothing
+else waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from meshmq.errors import Reason
+from meshmq.journal_client import JournalAPI
+from meshmq.v1 import journal_pb2 as jpb
+
+log = logging.getLogger("meshmq.router.persistence")
+
+
+class JournalBatcher:
+    def __init__(self, journal: JournalAPI, epoch: int, on_fenced: Callable[[str], None]) -> None:
+        self._journal = journal
+        self._epoch = epoch
+        self._on_fenced = on_fenced
+        self._req = jpb.AppendRequest()
+        self._fut: asyncio.Future[jpb.AppendResponse] | None = None
+        self._wake = asyncio.Event()
+        self._next_request_id = 1
+        self._task: asyncio.Task | None = None
+        self.appends = 0
+        self.failures = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="journal-batcher")
+
+    def batch(self) -> jpb.AppendRequest:
+        """The request being filled; whatever is added now goes out with it."""
+        self._wake.set()
+        return self._req
+
+    def commit_future(self) -> asyncio.Future[jpb.AppendResponse]:
+        """Resolves with the journal's answer once the request being filled is committed."""
+        if self._fut is None:
+            self._fut = asyncio.get_running_loop().create_future()
+        self._wake.set()
+        return self._fut
+
+    async def flush(self) -> jpb.AppendResponse:
+        return await self.commit_future()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            req, fut = self._req, self._fut
+            self._req, self._fut = jpb.AppendRequest(), None
+            if fut is None and req.ByteSize() == 0:
+                continue
+            req.request_id = self._next_request_id
+            self._next_request_id += 1
+            req.epoch = self._epoch
+            try:
+                resp = await self._journal.append(req)
+            except Exception as exc:  # transport failure: report it like the journal would
+                log.error("journal append failed: %s", exc)
+                resp = jpb.AppendResponse(
+                    request_id=req.request_id, ok=False, reason=Reason.STORE_UNAVAILABLE.value, message=str(exc)
+                )
+            self.appends += 1
+            if not resp.ok:
+                self.failures += 1
+                log.error("journal refused append %d: %s %s", req.request_id, resp.reason, resp.message)
+                if resp.reason == Reason.FENCED.value:
+                    self._on_fenced(resp.message)
+            if fut is not None and not fut.done():
+                fut.set_result(resp)
+
+    async def close(self) -> None:
+        if self._task is None:
+            return
+        await self.flush()
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._task = None

@@ -1,0 +1,161 @@
+"""A queue: its waiting messages by priority, its consumers, its counters.
+
+The queue owns its messages; consumers hold only what they are delivering.
+Dispatch is round robin over consumers that have credit and whose filter
+matches, highest priority first, FIFO within a priority.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from meshmq.v1 import messages_pb2 as mpb
+
+from .message import Ref
+
+if TYPE_CHECKING:
+    from .consumer import ServerConsumer
+    from .selector import Selector
+
+PRIORITIES = 10
+_NO_CREDIT = object()
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Queue:
+    def __init__(
+        self,
+        queue_id: int,
+        name: str,
+        address: str,
+        routing_type: int,
+        filter_text: str,
+        selector: Selector | None,
+        *,
+        durable: bool,
+        temporary: bool = False,
+        auto_created: bool = False,
+    ) -> None:
+        self.id = queue_id
+        self.name = name
+        self.address = address
+        self.routing_type = routing_type
+        self.filter_text = filter_text
+        self.selector = selector
+        self.durable = durable
+        self.temporary = temporary
+        self.auto_created = auto_created
+        self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
+        self.waiting = 0
+        self.consumers: list[ServerConsumer] = []
+        self._rr = 0
+        self.deleted = False
+        # Counters, as Artemis's queue control reports them.
+        self.delivering = 0
+        self.messages_added = 0
+        self.messages_acknowledged = 0
+        self.messages_expired = 0
+        self.messages_killed = 0
+
+    def __repr__(self) -> str:
+        return f"Queue({self.name!r} on {self.address!r}, waiting={self.waiting})"
+
+    @property
+    def routing_type_name(self) -> str:
+        return mpb.RoutingType.Name(self.routing_type)
+
+    def accepts(self, msg) -> bool:
+        """Whether a routed message belongs in this queue (its filter)."""
+        return self.selector is None or self.selector.matches(msg.lookup)
+
+    def add(self, ref: Ref) -> None:
+        self._buckets[ref.msg.priority].append(ref)
+        self.waiting += 1
+        self.messages_added += 1
+
+    def add_back(self, ref: Ref) -> None:
+        """A cancelled delivery goes back to the head of its priority (Artemis does the same)."""
+        self._buckets[ref.msg.priority].appendleft(ref)
+        self.waiting += 1
+
+    def take_all(self) -> list[Ref]:
+        refs = [r for b in self._buckets for r in b]
+        for b in self._buckets:
+            b.clear()
+        self.waiting = 0
+        return refs
+
+    def iter_waiting(self):
+        for p in range(PRIORITIES - 1, -1, -1):
+            yield from self._buckets[p]
+
+    def remove_expired(self, now: int) -> list[Ref]:
+        """Take out every waiting message whose expiration has passed (the expiry reaper)."""
+        out: list[Ref] = []
+        for b in self._buckets:
+            if not any(r.msg.expiration and r.msg.expiration <= now for r in b):
+                continue
+            keep = deque()
+            for r in b:
+                (out if r.msg.expiration and r.msg.expiration <= now else keep).append(r)
+            b.clear()
+            b.extend(keep)
+        self.waiting -= len(out)
+        return out
+
+    def dispatch(self, expire) -> None:
+        """Hand waiting messages to consumers with credit.
+
+        `expire(ref)` is called for a message found expired on its way out.
+        Messages no consumer's filter accepts stay where they are, in order.
+        """
+        if not self.consumers or not self.waiting:
+            return
+        now = now_ms()
+        skipped: list[Ref] = []
+        for p in range(PRIORITIES - 1, -1, -1):
+            bucket = self._buckets[p]
+            while bucket:
+                ref = bucket[0]
+                exp = ref.msg.expiration
+                if exp and exp <= now:
+                    bucket.popleft()
+                    self.waiting -= 1
+                    expire(ref)
+                    continue
+                consumer = self._pick(ref)
+                if consumer is _NO_CREDIT:
+                    self._put_back(skipped)
+                    return
+                bucket.popleft()
+                if consumer is None:
+                    skipped.append(ref)
+                    continue
+                self.waiting -= 1
+                self.delivering += 1
+                consumer.deliver(ref)
+        self._put_back(skipped)
+
+    def _put_back(self, skipped: list[Ref]) -> None:
+        for ref in reversed(skipped):
+            self._buckets[ref.msg.priority].appendleft(ref)
+
+    def _pick(self, ref: Ref):
+        consumers = self.consumers
+        n = len(consumers)
+        any_credit = False
+        for i in range(n):
+            idx = (self._rr + i) % n
+            c = consumers[idx]
+            if not c.ready:
+                continue
+            any_credit = True
+            if c.selector is None or c.selector.matches(ref.msg.lookup):
+                self._rr = (idx + 1) % n
+                return c
+        return None if any_credit else _NO_CREDIT

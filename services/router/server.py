@@ -1,0 +1,171 @@
+"""The router's gRPC face: the Broker session service, Management, the
+listeners (acceptors) and the expiry reaper, around one Broker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+import grpc
+
+from meshmq import __version__
+from meshmq.config.address_settings import AddressSettingsResolver
+from meshmq.config.models import BrokerConfig
+from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.journal_client import JournalAPI, channel_options
+from meshmq.tls import server_credentials
+from meshmq.v1 import broker_pb2 as bpb
+from meshmq.v1 import broker_pb2_grpc as bgrpc
+from meshmq.v1 import management_pb2_grpc as mggrpc
+
+from .auth import Authenticator
+from .broker import ANYCAST, MULTICAST, Broker
+from .management import ManagementServicer
+from .session import ServerSession
+
+log = logging.getLogger("meshmq.router")
+
+_LOW_WATER = 4
+
+
+class BrokerServicer(bgrpc.BrokerServicer):
+    def __init__(self, broker: Broker, auth: Authenticator) -> None:
+        self.broker = broker
+        self.auth = auth
+        self.sessions: dict[str, ServerSession] = {}
+
+    async def Session(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
+        try:
+            user = self.auth.authenticate(context)
+        except BrokerError as exc:
+            await abort_with(context, exc)
+            return
+        it = request_iterator.__aiter__()
+        try:
+            first = await it.__anext__()
+        except StopAsyncIteration:
+            return
+        if first.WhichOneof("kind") != "open":
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "the first request of a session must be `open`"))
+            return
+        session = ServerSession(self.broker, uuid.uuid4().hex, first.open.client_id, first.open.transacted, user)
+        self.sessions[session.id] = session
+        session.send(
+            bpb.SessionResponse(
+                opened=bpb.SessionOpened(node_id=self.broker.node_id, session_id=session.id, version=__version__)
+            )
+        )
+        reader = asyncio.create_task(self._read(session, it))
+        try:
+            out = session.out
+            while True:
+                resp = await out.get()
+                if resp is None:
+                    break
+                await context.write(resp)
+                if not session.writable.is_set() and out.qsize() <= _LOW_WATER:
+                    session.writable.set()
+        finally:
+            reader.cancel()
+            session.close()
+            self.sessions.pop(session.id, None)
+
+    async def _read(self, session: ServerSession, it) -> None:
+        try:
+            async for req in it:
+                try:
+                    await session.handle(req)
+                except BrokerError as exc:
+                    session.error(exc)
+                except Exception:
+                    log.exception("session %s: request failed", session.id)
+                    session.error(BrokerError(Reason.INTERNAL, "internal error; see the router log"))
+            await session.drain()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the client went away mid-stream
+            log.debug("session %s ended: %s", session.id, exc)
+        finally:
+            session.out.put_nowait(None)
+
+
+class RouterNode:
+    """One broker node: a Broker behind its acceptors."""
+
+    def __init__(self, config: BrokerConfig, journal: JournalAPI) -> None:
+        self.config = config
+        self.journal = journal
+        self.broker = Broker(
+            name=config.name,
+            journal=journal,
+            address_settings=AddressSettingsResolver.from_config(config),
+            id_cache_size=config.id_cache_size,
+            persist_id_cache=config.persist_id_cache,
+            persistence_enabled=config.persistence_enabled,
+        )
+        self.server: grpc.aio.Server | None = None
+        self.endpoints: list[str] = []
+        self._reaper: asyncio.Task | None = None
+
+    async def start(self) -> list[str]:
+        await self.broker.start()
+        self._declare_configured()
+        auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
+        self.server = grpc.aio.server(options=channel_options())
+        bgrpc.add_BrokerServicer_to_server(BrokerServicer(self.broker, auth), self.server)
+        mggrpc.add_ManagementServicer_to_server(ManagementServicer(self.broker, auth), self.server)
+        for acc in self.config.acceptors:
+            target = f"{acc.host}:{acc.port}"
+            if acc.ssl_enabled:
+                creds = server_credentials(acc.cert_path, acc.key_path, acc.trust_path, acc.need_client_auth)
+                port = self.server.add_secure_port(target, creds)
+            else:
+                port = self.server.add_insecure_port(target)
+            if port == 0:
+                raise RuntimeError(f"acceptor {acc.name!r} cannot listen on {target}")
+            self.endpoints.append(f"{acc.host}:{port}")
+        await self.server.start()
+        self._reaper = asyncio.create_task(self._expiry_loop())
+        log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
+        return self.endpoints
+
+    def _declare_configured(self) -> None:
+        """Create the addresses and queues the config declares (broker.xml <addresses>)."""
+        b = self.broker
+        for addr_name, addr in self.config.addresses.items():
+            for rt, queues in ((ANYCAST, addr.anycast), (MULTICAST, addr.multicast)):
+                if queues is None:
+                    continue
+                b.ensure_address(addr_name, rt, auto_created=False)
+                for q in queues:
+                    existing = b.queues.get(q.name)
+                    if existing is None:
+                        b.create_queue(q.name, addr_name, rt, q.filter or "", durable=q.durable)
+                    elif existing.filter_text != (q.filter or "") or existing.address != addr_name:
+                        log.warning("queue %s exists with another definition; keeping the stored one", q.name)
+
+    async def _expiry_loop(self) -> None:
+        period = self.config.message_expiry_scan_period / 1000
+        if period <= 0:
+            return
+        while True:
+            await asyncio.sleep(period)
+            n = self.broker.expire_scan()
+            if n:
+                log.info("expiry reaper expired %d messages", n)
+
+    async def wait(self) -> None:
+        """Until the server stops or the node is fenced by a newer owner of its store."""
+        fenced = asyncio.create_task(self.broker.fenced.wait())
+        stopped = asyncio.create_task(self.server.wait_for_termination())
+        await asyncio.wait([fenced, stopped], return_when=asyncio.FIRST_COMPLETED)
+        fenced.cancel()
+        stopped.cancel()
+
+    async def stop(self, grace: float = 2.0) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        if self.server is not None:
+            await self.server.stop(grace)
+        await self.broker.stop()
