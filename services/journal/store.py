@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import and_, bindparam, create_engine, event, func, inspect, select, text, update
+from sqlalchemy import and_, create_engine, event, func, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
@@ -141,30 +141,36 @@ class JournalStore:
     # ---------------------------------------------------------------- append
 
     def _prepare_statements(self) -> None:
-        refs = s.message_refs
-        self._del_ref = refs.delete().where(
-            and_(refs.c.queue_id == bindparam("q"), refs.c.message_id == bindparam("m"))
-        )
-        self._upd_count = (
-            refs.update()
-            .where(and_(refs.c.queue_id == bindparam("q"), refs.c.message_id == bindparam("m")))
-            .values(delivery_count=bindparam("c"))
-        )
-        self._del_msg = s.messages.delete().where(s.messages.c.message_id == bindparam("m"))
-        self._del_chunks = s.large_message_chunks.delete().where(
-            s.large_message_chunks.c.message_id == bindparam("m")
-        )
+        q = self.engine.dialect.identifier_preparer.quote
+        mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+
+        def stmt(text_: str) -> str:
+            # Identifiers in {braces} are quoted for the dialect; ? becomes its placeholder.
+            return text_.format_map(_Quoted(q)).replace("?", mark)
+
+        self._sql = {
+            "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}) VALUES (?, ?, ?, ?, ?, ?)"),
+            "add_message": stmt("INSERT INTO {messages} ({message_id}, {address}, {size}, {timestamp}, {large}, {data}) VALUES (?, ?, ?, ?, ?, ?)"),
+            "add_ref": stmt("INSERT INTO {message_refs} ({queue_id}, {message_id}, {delivery_count}) VALUES (?, ?, ?)"),
+            "add_chunk": stmt("INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) VALUES (?, ?, ?)"),
+            "copy_chunks": stmt(
+                "INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) "
+                "SELECT ?, {seq}, {data} FROM {large_message_chunks} WHERE {message_id} = ?"
+            ),
+            "del_dup": stmt("DELETE FROM {duplicate_ids} WHERE {address} = ? AND {duplicate_id} = ? AND {position} = ?"),
+            "set_count": stmt("UPDATE {message_refs} SET {delivery_count} = ? WHERE {queue_id} = ? AND {message_id} = ?"),
+            "del_ref": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id} = ?"),
+            "del_message": stmt("DELETE FROM {messages} WHERE {message_id} = ?"),
+            "del_chunks": stmt("DELETE FROM {large_message_chunks} WHERE {message_id} = ?"),
+            "del_queue_refs": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ?"),
+            "del_queue": stmt("DELETE FROM {queues} WHERE {queue_id} = ?"),
+            "del_address": stmt("DELETE FROM {addresses} WHERE {name} = ?"),
+            "add_event": stmt(
+                "INSERT INTO {events} ({node_id}, {kind}, {ts}, {address}, {queue}, {message_id}, {size}, "
+                "{delivery_count}, {message_ts}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ),
+        }
         dup = s.duplicate_ids
-        self._del_dup = dup.delete().where(
-            and_(
-                dup.c.address == bindparam("a"),
-                dup.c.duplicate_id == bindparam("d"),
-                dup.c.position == bindparam("p"),
-            )
-        )
-        self._del_queue_refs = refs.delete().where(refs.c.queue_id == bindparam("q"))
-        self._del_queue = s.queues.delete().where(s.queues.c.queue_id == bindparam("q"))
-        self._del_address = s.addresses.delete().where(s.addresses.c.name == bindparam("a"))
         if self._backend == "sqlite":
             from sqlalchemy.dialects.sqlite import insert as upsert
         else:
@@ -220,105 +226,69 @@ class JournalStore:
         return out
 
     def _apply_one(self, conn: Connection, r: jpb.AppendRequest) -> None:
-        x = conn.execute
+        # The hot parts (messages, refs, acks, events) go to the driver's
+        # executemany as plain tuples: SQLAlchemy's per-row parameter
+        # processing would cost more than the SQL itself.
+        run = conn.exec_driver_sql
+        sql = self._sql
         if r.reserve_message_ids_to:
-            x(
+            conn.execute(
                 update(s.node_state)
                 .where(s.node_state.c.key == "reserved_message_ids_to")
                 .values(value=str(r.reserve_message_ids_to))
             )
         if r.add_addresses:
-            x(
+            conn.execute(
                 self._upsert_address,
                 [{"name": a.name, "routing_types": a.routing_types, "auto_created": a.auto_created} for a in r.add_addresses],
             )
         if r.add_queues:
-            x(
-                s.queues.insert(),
-                [
-                    {
-                        "queue_id": q.queue_id,
-                        "name": q.name,
-                        "address": q.address,
-                        "routing_type": q.routing_type,
-                        "filter": q.filter,
-                        "auto_created": q.auto_created,
-                    }
-                    for q in r.add_queues
-                ],
+            run(
+                sql["add_queue"],
+                [(q.queue_id, q.name, q.address, q.routing_type, q.filter, q.auto_created) for q in r.add_queues],
             )
         if r.add_messages:
-            x(
-                s.messages.insert(),
-                [
-                    {
-                        "message_id": m.message_id,
-                        "address": m.address,
-                        "size": m.size,
-                        "timestamp": m.timestamp,
-                        "large": m.large,
-                        "data": m.data,
-                    }
-                    for m in r.add_messages
-                ],
+            run(
+                sql["add_message"],
+                [(m.message_id, m.address, m.size, m.timestamp, m.large, m.data) for m in r.add_messages],
             )
         if r.add_refs:
-            x(
-                s.message_refs.insert(),
-                [{"queue_id": f.queue_id, "message_id": f.message_id, "delivery_count": f.delivery_count} for f in r.add_refs],
-            )
+            run(sql["add_ref"], [(f.queue_id, f.message_id, f.delivery_count) for f in r.add_refs])
         if r.add_large_chunks:
-            x(
-                s.large_message_chunks.insert(),
-                [{"message_id": c.message_id, "seq": c.seq, "data": c.data} for c in r.add_large_chunks],
-            )
+            run(sql["add_chunk"], [(c.message_id, c.seq, c.data) for c in r.add_large_chunks])
         for cp in r.copy_large_messages:
-            c = s.large_message_chunks
-            x(
-                c.insert().from_select(
-                    ["message_id", "seq", "data"],
-                    select(text(str(int(cp.to_message_id))), c.c.seq, c.c.data).where(
-                        c.c.message_id == cp.from_message_id
-                    ),
-                )
-            )
+            run(sql["copy_chunks"], (cp.to_message_id, cp.from_message_id))
         if r.add_duplicate_ids:
-            x(
+            conn.execute(
                 self._upsert_dup,
                 [{"address": d.address, "duplicate_id": d.duplicate_id, "position": d.position} for d in r.add_duplicate_ids],
             )
         if r.delete_duplicate_ids:
-            x(self._del_dup, [{"a": d.address, "d": d.duplicate_id, "p": d.position} for d in r.delete_duplicate_ids])
+            run(sql["del_dup"], [(d.address, d.duplicate_id, d.position) for d in r.delete_duplicate_ids])
         if r.update_delivery_counts:
-            x(self._upd_count, [{"q": f.queue_id, "m": f.message_id, "c": f.delivery_count} for f in r.update_delivery_counts])
+            run(sql["set_count"], [(f.delivery_count, f.queue_id, f.message_id) for f in r.update_delivery_counts])
         if r.delete_refs:
-            x(self._del_ref, [{"q": f.queue_id, "m": f.message_id} for f in r.delete_refs])
+            run(sql["del_ref"], [(f.queue_id, f.message_id) for f in r.delete_refs])
         if r.delete_messages:
-            ids = [{"m": m} for m in r.delete_messages]
-            x(self._del_msg, ids)
-            x(self._del_chunks, ids)
+            run(sql["del_message"], [(m,) for m in r.delete_messages])
+        if r.delete_large_messages:
+            ids = [(m,) for m in r.delete_large_messages]
+            run(sql["del_message"], ids)
+            run(sql["del_chunks"], ids)
         if r.delete_queues:
-            qs = [{"q": q} for q in r.delete_queues]
-            x(self._del_queue_refs, qs)
-            x(self._del_queue, qs)
+            qs = [(q,) for q in r.delete_queues]
+            run(sql["del_queue_refs"], qs)
+            run(sql["del_queue"], qs)
         if r.delete_addresses:
-            x(self._del_address, [{"a": a} for a in r.delete_addresses])
+            run(sql["del_address"], [(a,) for a in r.delete_addresses])
         if r.events:
             node = self.node_id
-            x(
-                s.events.insert(),
+            kinds = s.EVENT_KIND_NAMES
+            run(
+                sql["add_event"],
                 [
-                    {
-                        "node_id": node,
-                        "kind": s.EVENT_KIND_NAMES.get(e.kind, "UNKNOWN"),
-                        "ts": e.timestamp,
-                        "address": e.address,
-                        "queue": e.queue,
-                        "message_id": e.message_id,
-                        "size": e.size,
-                        "delivery_count": e.delivery_count,
-                        "message_ts": e.message_timestamp,
-                    }
+                    (node, kinds.get(e.kind, "UNKNOWN"), e.timestamp, e.address, e.queue, e.message_id, e.size,
+                     e.delivery_count, e.message_timestamp)
                     for e in r.events
                 ],
             )
@@ -400,6 +370,17 @@ class JournalStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+class _Quoted(dict):
+    """format_map helper: {name} -> the dialect-quoted identifier."""
+
+    def __init__(self, quote) -> None:
+        super().__init__()
+        self._quote = quote
+
+    def __missing__(self, key: str) -> str:
+        return self._quote(key)
 
 
 def _failed(req: jpb.AppendRequest, reason: Reason, message: str) -> jpb.AppendResponse:

@@ -424,7 +424,7 @@ class Broker:
                 self.event(E.ENQUEUED, ref)
             refs.append(ref)
         if not refs and msg.large:
-            batch.delete_messages.append(msg.id)  # its chunks were stored; nobody will read them
+            batch.delete_large_messages.append(msg.id)  # its chunks were stored; nobody will read them
         return refs
 
     def enqueue(self, refs: Iterable[Ref]) -> None:
@@ -464,8 +464,11 @@ class Broker:
             batch = self.batch()
             batch.delete_refs.add(queue_id=ref.queue.id, message_id=msg.id)
             self.event(kind, ref)
-        if msg.refs == 0 and (msg.persisted or msg.large):
-            self.batch().delete_messages.append(msg.id)
+        if msg.refs == 0:
+            if msg.large:
+                self.batch().delete_large_messages.append(msg.id)
+            elif msg.persisted:
+                self.batch().delete_messages.append(msg.id)
 
     def cancel(self, ref: Ref) -> None:
         """A delivery came back unacknowledged (nack, consumer closed, rollback)."""

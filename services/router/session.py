@@ -280,7 +280,7 @@ class ServerSession:
         self._large_in = None
         if st.dup:
             self._forget_dups([st.dup])
-        self.broker.batch().delete_messages.append(st.msg.id)
+        self.broker.batch().delete_large_messages.append(st.msg.id)
         confirm = bpb.SendConfirm(producer_id=st.producer_id, batch_id=st.batch_id)
         confirm.rejections.add(index=0, reason=err.reason.value, detail=err.message)
         self.send(bpb.SessionResponse(confirm=confirm))
@@ -497,7 +497,7 @@ class ServerSession:
             self.broker.dup_cache(address).remove(dup_id, pos)
         for msg in tx.sends:
             if msg.large:
-                self.broker.batch().delete_messages.append(msg.id)
+                self.broker.batch().delete_large_messages.append(msg.id)
         for ref in reversed(tx.acks):
             self.broker.cancel(ref)
 
@@ -518,6 +518,6 @@ class ServerSession:
             self._undo(self.tx)
             self.tx = None
         if self._large_in is not None and self._large_in.msg is not None:
-            self.broker.batch().delete_messages.append(self._large_in.msg.id)
+            self.broker.batch().delete_large_messages.append(self._large_in.msg.id)
         for t in self._streams:
             t.cancel()

@@ -593,6 +593,7 @@ numbers = st.recursive(
     ),
     max_leaves=5,
 )
+simple_values = st.one_of(ints, floats, strings, booleans, null, identifiers)
 values = st.one_of(numbers, numbers, strings, booleans, null, identifiers)
 in_items = st.lists(
     st.one_of(st.integers(-3, 12), st.sampled_from([0.5, 2.0, -1.5]), st.text(alphabet="ab%_'", max_size=3)),
@@ -602,10 +603,14 @@ in_items = st.lists(
 patterns = st.text(alphabet="ab%_!\\'", max_size=6)
 escapes = st.sampled_from([None, None, "!", "\\", "%", "_", "a", "'"])
 
+comparison_ops = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 atomic_conditions = st.one_of(
-    st.tuples(st.just("cmp"), st.sampled_from(["=", "<>", "<", "<=", ">", ">="]), values, values),
-    st.tuples(st.just("cmp"), st.sampled_from(["=", "<>", "<", ">="]), identifiers, values),
+    st.tuples(st.just("cmp"), comparison_ops, values, values),
+    # literal-against-identifier in both orders: the compiler's fast paths
+    st.tuples(st.just("cmp"), comparison_ops, identifiers, simple_values),
+    st.tuples(st.just("cmp"), comparison_ops, simple_values, identifiers),
     st.tuples(st.just("between"), values, values, values, st.booleans()),
+    st.tuples(st.just("between"), identifiers, simple_values, simple_values, st.booleans()),
     st.tuples(st.just("in"), st.one_of(identifiers, values), in_items, st.booleans()),
     st.tuples(st.just("like"), st.one_of(identifiers, strings), patterns, escapes, st.booleans()),
     st.tuples(st.just("isnull"), values, st.booleans()),
@@ -627,6 +632,7 @@ conditions = st.recursive(
 
 property_values = st.one_of(
     st.sampled_from([0, 1, 2, 3, 5, -1, 0.5, 1.5, 2.0, -0.0, math.nan, math.inf, "", "a", "ab", "b%", "a'b"]),
+    st.integers(-7, 12),
     st.integers(-(2**63), 2**63 - 1),
     st.floats(),
     st.booleans(),
@@ -634,6 +640,25 @@ property_values = st.one_of(
     st.binary(max_size=2),
 )
 property_dicts = st.dictionaries(st.sampled_from(NAMES), property_values)
+
+
+def _fixed_messages(count: int) -> list[dict]:
+    """A fixed spread of messages every generated tree is also checked against.
+
+    Hypothesis favours small, often empty, property dicts; these make sure
+    each identifier is regularly present with each kind of value.
+    """
+    pool = [None, None, 0, 1, 2, 3, 5, 12, -1, -7, 2**62, 0.5, 1.5, 2.0, -2.5, math.nan, math.inf, True, False,
+            "", "a", "ab", "b%", "a'b", "a_b!", b"", b"a"]  # fmt: skip
+    rng = random.Random(20240601)
+    messages = []
+    for _ in range(count):
+        message = {name: rng.choice(pool) for name in NAMES}
+        messages.append({k: v for k, v in message.items() if v is not None})
+    return messages
+
+
+FIXED_MESSAGES = _fixed_messages(24)
 
 
 # reference evaluator ---------------------------------------------------------
@@ -860,15 +885,27 @@ def _number_with_sign(v: int | float, rng: random.Random) -> str:
 @given(
     tree=conditions,
     rng=st.randoms(use_true_random=False),
-    messages=st.lists(property_dicts, min_size=1, max_size=4),
+    messages=st.lists(property_dicts, max_size=4),
 )
 def test_generated_selectors_agree_with_reference(tree, rng, messages) -> None:
     text = Renderer(rng).text(tree)
     note(f"selector: {text}")
     selector = compile_selector(text)
     assert selector.identifiers == names_in(tree)
-    for props in messages:
+    for props in messages + FIXED_MESSAGES:
         expected = ref_cond(tree, props) is True
         result = selector.matches(props.get)
         assert type(result) is bool
         assert result is expected, (text, props)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(atom=atomic_conditions, rng=st.randoms(use_true_random=False), negate=st.booleans())
+def test_generated_single_conditions_agree_with_reference(atom, rng, negate) -> None:
+    """Every atom on its own (and negated, so UNKNOWN is told apart from FALSE) against the fixed messages."""
+    tree = ("not", atom) if negate else atom
+    text = Renderer(rng).text(tree)
+    note(f"selector: {text}")
+    selector = compile_selector(text)
+    for props in FIXED_MESSAGES:
+        assert selector.matches(props.get) is (ref_cond(tree, props) is True), (text, props)

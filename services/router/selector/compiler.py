@@ -304,7 +304,7 @@ class _Compiler:
             if not _is_number(x):
                 return None
             lo = low_fn(lookup)
-            above = (x > lo) if _is_number(lo) else None
+            above = (x >= lo) if _is_number(lo) else None
             if above is False:
                 return negated
             hi = high_fn(lookup)
