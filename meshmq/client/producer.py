@@ -30,6 +30,7 @@ class Producer:
         self._window = options.confirmationWindowSize
         self._large_at = options.minLargeMessageSize
         self._max_batch = options.producerMaxBatch
+        self._batch_bytes = max(1, self._window // 4)
         self._batch_ids = itertools.count(1)
         self._req: bpb.SessionRequest | None = None
         self._futs: list[asyncio.Future] = []
@@ -98,7 +99,9 @@ class Producer:
         fut = asyncio.get_running_loop().create_future()
         self._futs.append(fut)
         self._pending_bytes += len(body) + 64
-        if len(self._futs) >= self._max_batch:
+        # A quarter window per batch keeps several batches in flight, so the
+        # stream is pipelined instead of stop-and-wait on each confirm.
+        if len(self._futs) >= self._max_batch or self._pending_bytes >= self._batch_bytes:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True

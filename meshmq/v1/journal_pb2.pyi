@@ -91,20 +91,24 @@ class QueueRecord(_message.Message):
     def __init__(self, queue_id: _Optional[int] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[int] = ..., filter: _Optional[str] = ..., auto_created: _Optional[bool] = ...) -> None: ...
 
 class StoredMessage(_message.Message):
-    __slots__ = ("message_id", "data", "address", "size", "timestamp", "large")
+    __slots__ = ("message_id", "data", "address", "size", "timestamp", "large", "queue_id", "delivery_count")
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     LARGE_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
     message_id: int
     data: bytes
     address: str
     size: int
     timestamp: int
     large: bool
-    def __init__(self, message_id: _Optional[int] = ..., data: _Optional[bytes] = ..., address: _Optional[str] = ..., size: _Optional[int] = ..., timestamp: _Optional[int] = ..., large: _Optional[bool] = ...) -> None: ...
+    queue_id: int
+    delivery_count: int
+    def __init__(self, message_id: _Optional[int] = ..., data: _Optional[bytes] = ..., address: _Optional[str] = ..., size: _Optional[int] = ..., timestamp: _Optional[int] = ..., large: _Optional[bool] = ..., queue_id: _Optional[int] = ..., delivery_count: _Optional[int] = ...) -> None: ...
 
 class MessageRef(_message.Message):
     __slots__ = ("queue_id", "message_id", "delivery_count")

@@ -64,6 +64,9 @@ messages = Table(
     Column("size", BigInteger, nullable=False),
     Column("timestamp", BigInteger, nullable=False),
     Column("large", Boolean, nullable=False),
+    # The one stored queue reference, inline (NULL when message_refs holds them).
+    Column("queue_id", BigInteger, nullable=True, index=True),
+    Column("delivery_count", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
 )
 

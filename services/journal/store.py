@@ -101,7 +101,8 @@ class JournalStore:
                 # Messages left without a queue reference (and their chunks) can never be delivered.
                 conn.execute(
                     s.messages.delete().where(
-                        ~s.messages.c.message_id.in_(select(s.message_refs.c.message_id))
+                        s.messages.c.queue_id.is_(None),
+                        ~s.messages.c.message_id.in_(select(s.message_refs.c.message_id)),
                     )
                 )
                 conn.execute(
@@ -150,7 +151,10 @@ class JournalStore:
 
         self._sql = {
             "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}) VALUES (?, ?, ?, ?, ?, ?)"),
-            "add_message": stmt("INSERT INTO {messages} ({message_id}, {address}, {size}, {timestamp}, {large}, {data}) VALUES (?, ?, ?, ?, ?, ?)"),
+            "add_message": stmt(
+                "INSERT INTO {messages} ({message_id}, {address}, {size}, {timestamp}, {large}, {queue_id}, "
+                "{delivery_count}, {data}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            ),
             "add_ref": stmt("INSERT INTO {message_refs} ({queue_id}, {message_id}, {delivery_count}) VALUES (?, ?, ?)"),
             "add_chunk": stmt("INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) VALUES (?, ?, ?)"),
             "copy_chunks": stmt(
@@ -159,10 +163,14 @@ class JournalStore:
             ),
             "del_dup": stmt("DELETE FROM {duplicate_ids} WHERE {address} = ? AND {duplicate_id} = ? AND {position} = ?"),
             "set_count": stmt("UPDATE {message_refs} SET {delivery_count} = ? WHERE {queue_id} = ? AND {message_id} = ?"),
+            "set_inline_count": stmt(
+                "UPDATE {messages} SET {delivery_count} = ? WHERE {queue_id} = ? AND {message_id} = ?"
+            ),
             "del_ref": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id} = ?"),
             "del_message": stmt("DELETE FROM {messages} WHERE {message_id} = ?"),
             "del_chunks": stmt("DELETE FROM {large_message_chunks} WHERE {message_id} = ?"),
             "del_queue_refs": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ?"),
+            "del_queue_inline": stmt("DELETE FROM {messages} WHERE {queue_id} = ?"),
             "del_queue": stmt("DELETE FROM {queues} WHERE {queue_id} = ?"),
             "del_address": stmt("DELETE FROM {addresses} WHERE {name} = ?"),
             "add_event": stmt(
@@ -250,7 +258,10 @@ class JournalStore:
         if r.add_messages:
             run(
                 sql["add_message"],
-                [(m.message_id, m.address, m.size, m.timestamp, m.large, m.data) for m in r.add_messages],
+                [
+                    (m.message_id, m.address, m.size, m.timestamp, m.large, m.queue_id or None, m.delivery_count, m.data)
+                    for m in r.add_messages
+                ],
             )
         if r.add_refs:
             run(sql["add_ref"], [(f.queue_id, f.message_id, f.delivery_count) for f in r.add_refs])
@@ -266,7 +277,9 @@ class JournalStore:
         if r.delete_duplicate_ids:
             run(sql["del_dup"], [(d.address, d.duplicate_id, d.position) for d in r.delete_duplicate_ids])
         if r.update_delivery_counts:
-            run(sql["set_count"], [(f.delivery_count, f.queue_id, f.message_id) for f in r.update_delivery_counts])
+            counts = [(f.delivery_count, f.queue_id, f.message_id) for f in r.update_delivery_counts]
+            run(sql["set_count"], counts)
+            run(sql["set_inline_count"], counts)
         if r.delete_refs:
             run(sql["del_ref"], [(f.queue_id, f.message_id) for f in r.delete_refs])
         if r.delete_messages:
@@ -278,6 +291,7 @@ class JournalStore:
         if r.delete_queues:
             qs = [(q,) for q in r.delete_queues]
             run(sql["del_queue_refs"], qs)
+            run(sql["del_queue_inline"], qs)
             run(sql["del_queue"], qs)
         if r.delete_addresses:
             run(sql["del_address"], [(a,) for a in r.delete_addresses])
@@ -328,7 +342,10 @@ class JournalStore:
             m, refs = s.messages, s.message_refs
             while True:
                 rows = conn.execute(
-                    select(m.c.message_id, m.c.data, m.c.address, m.c.size, m.c.timestamp, m.c.large)
+                    select(
+                        m.c.message_id, m.c.data, m.c.address, m.c.size, m.c.timestamp, m.c.large,
+                        m.c.queue_id, m.c.delivery_count,
+                    )
                     .where(m.c.message_id > last)
                     .order_by(m.c.message_id)
                     .limit(LOAD_PAGE_MESSAGES)
@@ -336,8 +353,11 @@ class JournalStore:
                 if not rows:
                     return
                 page = jpb.LoadResponse()
-                for mid, data, address, size, ts, large in rows:
-                    page.messages.add(message_id=mid, data=data, address=address, size=size, timestamp=ts, large=bool(large))
+                for mid, data, address, size, ts, large, queue_id, count in rows:
+                    page.messages.add(
+                        message_id=mid, data=data, address=address, size=size, timestamp=ts, large=bool(large),
+                        queue_id=queue_id or 0, delivery_count=count,
+                    )
                 first, last = rows[0][0], rows[-1][0]
                 for q, mid, count in conn.execute(
                     select(refs.c.queue_id, refs.c.message_id, refs.c.delivery_count)

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections import defaultdict
 
 from meshmq.v1 import journal_pb2 as jpb
@@ -26,7 +27,7 @@ _STOP = object()
 
 def record_count(req: jpb.AppendRequest) -> int:
     """Rough size of a request, to bound a transaction."""
-    return 1 + len(req.add_messages) + len(req.delete_refs) + len(req.events) + len(req.add_large_chunks)
+    return 1 + len(req.add_messages) + len(req.add_refs) + len(req.delete_refs) + len(req.delete_messages) + len(req.events) + len(req.add_large_chunks)
 
 
 class GroupCommitWriter:
@@ -35,8 +36,11 @@ class GroupCommitWriter:
         self._max = max_batch_records
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
+        # Metrics: transactions committed, requests in them, seconds spent in SQL.
         self.transactions = 0
         self.requests = 0
+        self.records = 0
+        self.busy_seconds = 0.0
 
     def start(self) -> None:
         self._thread.start()
@@ -51,6 +55,13 @@ class GroupCommitWriter:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
+        log.info(
+            "journal writer: %d transactions, %d requests, %d records, %.2f s in SQL",
+            self.transactions,
+            self.requests,
+            self.records,
+            self.busy_seconds,
+        )
 
     def _run(self) -> None:
         stopping = False
@@ -70,6 +81,7 @@ class GroupCommitWriter:
                     break
                 batch.append(item)
                 size += record_count(item[0])
+            started = time.perf_counter()
             try:
                 responses = self._store.apply([b[0] for b in batch])
             except Exception as exc:  # a bug, not a store failure: fail the batch, keep the thread
@@ -78,8 +90,10 @@ class GroupCommitWriter:
                     jpb.AppendResponse(request_id=b[0].request_id, ok=False, reason="INTERNAL", message=str(exc))
                     for b in batch
                 ]
+            self.busy_seconds += time.perf_counter() - started
             self.transactions += 1
             self.requests += len(batch)
+            self.records += size
             by_loop: dict[asyncio.AbstractEventLoop, list] = defaultdict(list)
             for (_, fut, loop), resp in zip(batch, responses):
                 by_loop[loop].append((fut, resp))

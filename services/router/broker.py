@@ -172,6 +172,7 @@ class Broker:
                 for dup_id, pos in cache.restore(d.duplicate_id, d.position):
                     self.batch().delete_duplicate_ids.add(address=d.address, duplicate_id=dup_id, position=pos)
             pending.clear()
+            refs = [(r.message_id, r.queue_id, r.delivery_count) for r in page.refs]
             for sm in page.messages:
                 proto = mpb.Message()
                 proto.ParseFromString(sm.data)
@@ -179,13 +180,17 @@ class Broker:
                 msg.persisted = True
                 pending[sm.message_id] = msg
                 self._next_message_id = max(self._next_message_id, sm.message_id + 1)
-            for ref in page.refs:
-                q = by_queue_id.get(ref.queue_id)
-                msg = pending.get(ref.message_id)
+                if sm.queue_id:
+                    msg.inline = True
+                    refs.append((sm.message_id, sm.queue_id, sm.delivery_count))
+            refs.sort()  # message id order = arrival order, per queue
+            for message_id, queue_id, delivery_count in refs:
+                q = by_queue_id.get(queue_id)
+                msg = pending.get(message_id)
                 if q is None or msg is None:
                     continue
                 msg.refs += 1
-                q.add(Ref(msg, q, ref.delivery_count, persisted=True))
+                q.add(Ref(msg, q, delivery_count, persisted=True))
             messages_recovered += len(page.messages)
         self._reserved_to = max(self._reserved_to, self._next_message_id)
         return messages_recovered
@@ -403,9 +408,11 @@ class Broker:
     def stage(self, msg: ServerMessage, queues: Iterable[Queue]) -> list[Ref]:
         """Create a message's references and add what must be stored to the batch."""
         queues = list(queues)
-        persist = self.persistence_enabled and msg.durable and any(q.durable for q in queues)
-        batch = self.batch() if (persist or msg.large) else None
-        if persist:
+        stored = [q for q in queues if q.durable] if self.persistence_enabled and msg.durable else []
+        batch = self.batch() if (stored or msg.large) else None
+        if stored:
+            msg.persisted = True
+            msg.inline = len(stored) == 1
             batch.add_messages.add(
                 message_id=msg.id,
                 data=msg.proto.SerializeToString(),
@@ -413,14 +420,15 @@ class Broker:
                 size=msg.size,
                 timestamp=msg.timestamp,
                 large=msg.large,
+                queue_id=stored[0].id if msg.inline else 0,
             )
-            msg.persisted = True
         refs = []
         for q in queues:
-            ref = Ref(msg, q, 0, persist and q.durable)
+            ref = Ref(msg, q, 0, bool(stored) and q.durable)
             msg.refs += 1
             if ref.persisted:
-                batch.add_refs.add(queue_id=q.id, message_id=msg.id)
+                if not msg.inline:
+                    batch.add_refs.add(queue_id=q.id, message_id=msg.id)
                 self.event(E.ENQUEUED, ref)
             refs.append(ref)
         if not refs and msg.large:
@@ -462,7 +470,13 @@ class Broker:
         msg.refs -= 1
         if ref.persisted:
             batch = self.batch()
-            batch.delete_refs.add(queue_id=ref.queue.id, message_id=msg.id)
+            if msg.inline:
+                # The row holds the only stored reference: it goes now, even if
+                # non-durable queues still hold the message in memory.
+                batch.delete_messages.append(msg.id)
+                msg.persisted = False
+            else:
+                batch.delete_refs.add(queue_id=ref.queue.id, message_id=msg.id)
             self.event(kind, ref)
         if msg.refs == 0:
             if msg.large:

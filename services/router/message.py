@@ -25,7 +25,7 @@ class ServerMessage:
         "large",
         "refs",
         "persisted",
-        "data",
+        "inline",
         "_props",
     )
 
@@ -41,10 +41,10 @@ class ServerMessage:
         self.size = size
         # Live queue references; the stored message is deleted when the last goes.
         self.refs = 0
-        # True once the message row is (or is being) written to the journal.
+        # True while the message row is (or is being) written to the journal.
         self.persisted = False
-        # Serialized form kept only while a journal write needs it.
-        self.data: bytes | None = None
+        # True when its only stored queue reference lives on the message row.
+        self.inline = False
         self._props: dict[str, PropertyValue | None] | None = None
 
     def lookup(self, name: str) -> PropertyValue | None:

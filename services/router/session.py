@@ -338,7 +338,9 @@ class ServerSession:
         return q, None
 
     def delivered(self, c: ServerConsumer, did: int, ref: Ref) -> None:
-        if ref.persisted:
+        # A first delivery is recorded by the ACKNOWLEDGED event's delivery
+        # count; redeliveries get their own DELIVERED event (docs/journal-schema.md).
+        if ref.persisted and ref.delivery_count > 1:
             self.broker.event(E.DELIVERED, ref)
         if ref.msg.large:
             self._flush_consumer(c)

@@ -138,3 +138,34 @@ async def test_node_id_is_created_once_and_kept(nodes):
     async with await connect(node.url) as conn:
         info = await conn.admin.node_info()
         assert info.node_id == first and info.epoch == 2
+
+
+async def test_multicast_and_filtered_subscriptions_recover_in_order(nodes):
+    """Messages stored once for two subscriptions and messages stored for one
+    (filtered out of the other) interleave in one queue; both come back in order."""
+    node = nodes.router("multicast-recovery")
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        await s.create_consumer(address="prices", subscription="all-prices")
+        await s.create_consumer(address="prices", subscription="even-prices", filter="n / 2 * 2 = n")
+        p = await s.create_producer("prices")
+        for n in range(1, 41):
+            await p.send_async(str(n).encode(), properties={"n": n}, routing_type="multicast")
+        await p.send(b"41", properties={"n": 41}, routing_type="multicast")
+        await p.send(b"volatile", properties={"n": 0}, durable=False, routing_type="multicast")
+    node.kill9()
+    node.start()
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        all_c = await s.create_consumer(address="prices", subscription="all-prices")
+        even_c = await s.create_consumer(address="prices", subscription="even-prices", filter="n / 2 * 2 = n")
+
+        async def drain(c):
+            out = []
+            while (m := await c.receive(1)) is not None:
+                out.append(m.properties["n"])
+                m.ack()
+            return out
+
+        assert await drain(all_c) == list(range(1, 42))
+        assert await drain(even_c) == list(range(2, 41, 2))

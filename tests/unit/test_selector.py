@@ -606,9 +606,11 @@ escapes = st.sampled_from([None, None, "!", "\\", "%", "_", "a", "'"])
 comparison_ops = st.sampled_from(["=", "<>", "<", "<=", ">", ">="])
 atomic_conditions = st.one_of(
     st.tuples(st.just("cmp"), comparison_ops, values, values),
-    # literal-against-identifier in both orders: the compiler's fast paths
+    # literal against identifier in both orders, the compiler's fast paths
     st.tuples(st.just("cmp"), comparison_ops, identifiers, simple_values),
     st.tuples(st.just("cmp"), comparison_ops, simple_values, identifiers),
+    st.tuples(st.just("cmp"), comparison_ops, st.one_of(ints, floats), identifiers),
+    st.tuples(st.just("cmp"), comparison_ops, identifiers, st.one_of(ints, floats)),
     st.tuples(st.just("between"), values, values, values, st.booleans()),
     st.tuples(st.just("between"), identifiers, simple_values, simple_values, st.booleans()),
     st.tuples(st.just("in"), st.one_of(identifiers, values), in_items, st.booleans()),
@@ -909,3 +911,17 @@ def test_generated_single_conditions_agree_with_reference(atom, rng, negate) -> 
     selector = compile_selector(text)
     for props in FIXED_MESSAGES:
         assert selector.matches(props.get) is (ref_cond(tree, props) is True), (text, props)
+
+
+@pytest.mark.parametrize("op", ["=", "<>", "<", "<=", ">", ">="])
+def test_literal_against_identifier_in_both_orders(op: str) -> None:
+    """Exhaustive over the compiler's literal-vs-property fast paths, which mirror the operator."""
+    literals = [("lit", v) for v in (0, 3, -7, 2**62, 1.5, -0.0, "a", "", True, False, None)]
+    for literal in literals:
+        for tree in (("cmp", op, literal, ("id", "a")), ("cmp", op, ("id", "a"), literal)):
+            for negate in (False, True):
+                node = ("not", tree) if negate else tree
+                text = Renderer(random.Random(0)).text(node)
+                selector = compile_selector(text)
+                for props in FIXED_MESSAGES:
+                    assert selector.matches(props.get) is (ref_cond(node, props) is True), (text, props)
