@@ -261,13 +261,22 @@ def queue_list(url) -> None:
             return await conn.admin.list_queues()
 
     qs = _run(go())
-    table = Table("queue", "address", "routing", "durable", "messages", "consumers", "delivering", "added", "acked", "filter")
-    for q in qs:
-        table.add_row(
+    header = ("queue", "address", "routing", "durable", "messages", "consumers", "delivering", "added", "acked", "filter")
+    rows = [
+        (
             q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
             str(q.message_count), str(q.consumer_count), str(q.delivering_count),
             str(q.messages_added), str(q.messages_acknowledged), q.filter,
         )
+        for q in qs
+    ]
+    if not sys.stdout.isatty():  # piped: one tab-separated line per queue, for scripts
+        for row in (header, *rows):
+            click.echo("\t".join(row))
+        return
+    table = Table(*header)
+    for row in rows:
+        table.add_row(*row)
     Console().print(table)
 
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Install whatever is missing to run meshmq from this checkout, and nothing else:
+#   - Debian packages: python3-venv (if venv is missing), openssl;
+#     with --test also PostgreSQL's server binaries (scripts/ensure_postgres.sh)
+#   - a virtualenv in .venv with meshmq installed in editable mode
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_test=0
+[[ "${1:-}" == "--test" ]] && want_test=1
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+apt_install() {
+    if [[ $(id -u) -ne 0 ]]; then
+        say "need Debian packages: $* (run as root or: sudo apt-get install -y $*)"
+        exit 1
+    fi
+    say "installing Debian packages: $*"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/tmp/meshmq-apt.log 2>&1; then
+        apt-get update -qq >/tmp/meshmq-apt.log 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/tmp/meshmq-apt.log 2>&1 \
+            || { cat /tmp/meshmq-apt.log >&2; say "apt-get install $* failed"; exit 1; }
+    fi
+}
+
+PY=${PYTHON:-python3}
+if ! command -v "$PY" >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+fi
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+    say "meshmq needs Python 3.11 or newer; $PY is $("$PY" --version 2>&1)"
+    exit 1
+fi
+if [[ ! -x .venv/bin/python ]]; then
+    if ! "$PY" -m venv .venv >/dev/null 2>&1; then
+        rm -rf .venv
+        apt_install python3-venv
+        "$PY" -m venv .venv
+    fi
+fi
+command -v openssl >/dev/null 2>&1 || apt_install openssl
+
+stamp=.venv/.meshmq-installed
+extras=""
+[[ $want_test -eq 1 ]] && extras="[dev]"
+fingerprint="$extras $(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
+if [[ ! -f $stamp ]] || [[ "$(cat "$stamp")" != "$fingerprint" ]]; then
+    say "installing Python packages into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".${extras}" \
+        || { say "pip install failed"; exit 1; }
+    echo "$fingerprint" > "$stamp"
+fi
+
+if [[ $want_test -eq 1 ]]; then
+    bash scripts/ensure_postgres.sh
+fi

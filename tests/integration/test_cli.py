@@ -1,0 +1,84 @@
+"""The `meshmq` command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.fixtures.nodes import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def meshmq(*args, cwd=None, timeout=60):
+    return subprocess.run(
+        [sys.executable, "-m", "meshmq.cli.main", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
+
+
+def test_up_starts_the_embedded_default_and_says_where_it_listens(tmp_path):
+    ready = tmp_path / "ready.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "meshmq.cli.main", "up", "--port", "0", "--ready-file", str(ready)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(lambda: ready.exists() or proc.poll() is not None, 60, "meshmq up")
+        info = json.loads(ready.read_text())
+        url = f"meshmq://{info['endpoints'][0]}"
+        assert (tmp_path / "data" / "journal.db").exists()
+        sent = meshmq("send", "--url", url, "--address", "greetings", "--body", "hello", "--count", "2", "-p", "lang=en")
+        assert sent.returncode == 0, sent.stderr
+        assert "sent 2 of 2" in sent.stdout
+        listed = meshmq("queue", "list", "--url", url)
+        assert "greetings" in listed.stdout and "DLQ" in listed.stdout
+        got = meshmq("receive", "--url", url, "--queue", "greetings", "--count", "2", "--filter", "lang = 'en'")
+        assert got.returncode == 0, got.stderr
+        assert got.stdout.count("hello") == 2
+        # drained and without consumers, the auto-created queue is auto-deleted (auto-delete-queues)
+        assert "greetings" not in meshmq("queue", "list", "--url", url).stdout
+        purge = meshmq("queue", "purge", "greetings", "--url", url)
+        assert purge.returncode == 2 and "QUEUE_NOT_FOUND" in purge.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert f"listening on {info['endpoints'][0]}" in out
+    assert "# effective configuration" in err and "address-settings:" in err
+
+
+def test_bad_config_names_the_file_line_and_key(tmp_path):
+    cfg = tmp_path / "node.yaml"
+    cfg.write_text("name: n\nacceptors:\n  - name: a\n    prot: 61616\naddress-settings:\n  '#':\n    max-delivery-attempts: lots\n")
+    r = meshmq("serve", "router", "--config", str(cfg))
+    assert r.returncode == 2
+    assert "node.yaml:4" in r.stderr and "prot" in r.stderr and "did you mean 'port'" in r.stderr
+    assert "node.yaml:7" in r.stderr and "max-delivery-attempts" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_unreachable_router_and_bad_uri_are_clear_errors():
+    r = meshmq("queue", "list", "--url", "meshmq://127.0.0.1:1?callTimeout=2000")
+    assert r.returncode == 2 and "CONNECTION_FAILED" in r.stderr and "Traceback" not in r.stderr
+    r = meshmq("queue", "list", "--url", "amqp://127.0.0.1:1")
+    assert r.returncode == 2 and "unsupported URI scheme 'amqp'" in r.stderr
+
+
+def test_unreachable_postgresql_journal_fails_start_with_a_clear_message(tmp_path):
+    cfg = tmp_path / "node.yaml"
+    cfg.write_text("name: n\njournal:\n  url: postgresql+psycopg://nobody@127.0.0.1:1/none\nacceptors:\n  - {port: 0}\n")
+    r = meshmq("serve", "router", "--config", str(cfg), "--quiet")
+    assert r.returncode == 2 and "unreachable" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_perf_prints_rate_and_percentiles(shared_router):
+    r = meshmq("perf", "client", "--url", shared_router.url, "--count", "2000", "--address", "perf.cli", "--json")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    roles = {line["role"]: line for line in lines}
+    assert roles["consumer"]["messages"] == 2000
+    assert roles["producer"]["rate"] > 0 and roles["producer"]["p99_ms"] >= roles["producer"]["p50_ms"]
