@@ -33,6 +33,7 @@ class JournalCore:
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
         resp = await asyncio.to_thread(self.store.open, req.node_name)
         if not self._started:
+            self.store.start_checkpointer()
             self.writer.start()
             self._started = True
         log.info("journal opened: node %s epoch %d store %s", resp.node_id, resp.epoch, resp.store)

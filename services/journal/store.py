@@ -8,6 +8,7 @@ run beside the writer. Nothing here is ever called on an event loop.
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ from . import schema as s
 log = logging.getLogger("meshmq.journal")
 
 LOAD_PAGE_MESSAGES = 2000
+CHECKPOINT_PERIOD_S = 0.25
+WAL_SIZE_LIMIT = 64 * 2**20
 
 
 class StoreError(RuntimeError):
@@ -43,6 +46,10 @@ def _sqlite_pragmas(sync: bool):
         cur.execute(f"PRAGMA synchronous={'FULL' if sync else 'OFF'}")
         cur.execute("PRAGMA busy_timeout=10000")
         cur.execute("PRAGMA foreign_keys=OFF")
+        # Checkpoints run on the checkpointer thread, never inside a commit
+        # (an in-commit checkpoint stalls every waiting producer).
+        cur.execute("PRAGMA wal_autocheckpoint=0")
+        cur.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
         cur.close()
 
     return on_connect
@@ -78,6 +85,24 @@ class JournalStore:
         self.node_id = ""
         self._backend = self.engine.dialect.name
         self._prepare_statements()
+        self._checkpointer: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def start_checkpointer(self) -> None:
+        """SQLite only: move WAL pages into the database off the commit path."""
+        if self._backend != "sqlite" or self._checkpointer is not None:
+            return
+        self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="journal-checkpointer", daemon=True)
+        self._checkpointer.start()
+
+    def _checkpoint_loop(self) -> None:
+        with self.engine.connect() as conn:
+            while not self._stop.wait(CHECKPOINT_PERIOD_S):
+                try:
+                    # PASSIVE never blocks the writer; pages in use are left for the next pass.
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+                except DBAPIError as exc:
+                    log.warning("WAL checkpoint failed: %s", exc)
 
     # ---------------------------------------------------------------- open
 
@@ -389,6 +414,12 @@ class JournalStore:
             conn.execute(text("SELECT 1"))
 
     def close(self) -> None:
+        self._stop.set()
+        if self._checkpointer is not None:
+            self._checkpointer.join()
+            self._checkpointer = None
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         self.engine.dispose()
 
 

@@ -31,7 +31,9 @@ log = logging.getLogger("meshmq.router")
 ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
 _RT_BIT = {ANYCAST: 1, MULTICAST: 2}
 _RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
-E = jpb.EventKind
+# Event kinds as plain ints (enum attribute lookups cost on the hot path).
+ENQUEUED, DELIVERED, ACKNOWLEDGED = jpb.ENQUEUED, jpb.DELIVERED, jpb.ACKNOWLEDGED
+EXPIRED, DEAD_LETTERED, REMOVED = jpb.EXPIRED, jpb.DEAD_LETTERED, jpb.REMOVED
 ID_BLOCK = 1_000_000
 MAX_NAME = 255
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f]")
@@ -200,13 +202,13 @@ class Broker:
     def batch(self) -> jpb.AppendRequest:
         return self.batcher.batch()
 
-    def event(self, kind: int, ref: Ref, *, queue: str | None = None) -> None:
+    def event(self, kind: int, ref: Ref, now: int = 0) -> None:
         m = ref.msg
         self.batcher.batch().events.add(
-            timestamp=now_ms(),
+            timestamp=now or now_ms(),
             kind=kind,
             address=m.address,
-            queue=queue if queue is not None else ref.queue.name,
+            queue=ref.queue.name,
             message_id=m.id,
             size=m.size,
             delivery_count=ref.delivery_count,
@@ -339,7 +341,7 @@ class Broker:
     def _remove_waiting(self, q: Queue) -> int:
         refs = q.take_all()
         for ref in refs:
-            self._release(ref, E.REMOVED)
+            self._release(ref, REMOVED)
         return len(refs)
 
     def maybe_auto_delete(self, q: Queue) -> None:
@@ -408,6 +410,7 @@ class Broker:
     def stage(self, msg: ServerMessage, queues: Iterable[Queue]) -> list[Ref]:
         """Create a message's references and add what must be stored to the batch."""
         queues = list(queues)
+        now = now_ms()
         stored = [q for q in queues if q.durable] if self.persistence_enabled and msg.durable else []
         batch = self.batch() if (stored or msg.large) else None
         if stored:
@@ -429,7 +432,7 @@ class Broker:
             if ref.persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
-                self.event(E.ENQUEUED, ref)
+                self.event(ENQUEUED, ref, now)
             refs.append(ref)
         if not refs and msg.large:
             batch.delete_large_messages.append(msg.id)  # its chunks were stored; nobody will read them
@@ -439,7 +442,7 @@ class Broker:
         for ref in refs:
             q = ref.queue
             if q.deleted:
-                self._release(ref, E.REMOVED)
+                self._release(ref, REMOVED)
                 continue
             q.add(ref)
             self.schedule_dispatch(q)
@@ -463,7 +466,7 @@ class Broker:
         q = ref.queue
         q.delivering -= 1
         q.messages_acknowledged += 1
-        self._release(ref, E.ACKNOWLEDGED)
+        self._release(ref, ACKNOWLEDGED)
 
     def _release(self, ref: Ref, kind: int) -> None:
         msg = ref.msg
@@ -489,7 +492,7 @@ class Broker:
         q = ref.queue
         q.delivering -= 1
         if q.deleted:
-            self._release(ref, E.REMOVED)
+            self._release(ref, REMOVED)
             return
         settings = self.settings(q.address)
         max_attempts = settings.max_delivery_attempts
@@ -502,7 +505,7 @@ class Broker:
                 max_attempts,
                 settings.dead_letter_address or "nowhere (no dead-letter-address: dropped)",
             )
-            self._move(ref, settings.dead_letter_address, E.DEAD_LETTERED)
+            self._move(ref, settings.dead_letter_address, DEAD_LETTERED)
             return
         if ref.persisted:
             self.batch().update_delivery_counts.add(
@@ -517,7 +520,7 @@ class Broker:
     def _redeliver(self, ref: Ref) -> None:
         q = ref.queue
         if q.deleted:
-            self._release(ref, E.REMOVED)
+            self._release(ref, REMOVED)
             return
         q.add_back(ref)
         self.schedule_dispatch(q)
@@ -526,7 +529,7 @@ class Broker:
         """A waiting message passed its expiration: move it to the expiry address or drop it."""
         q = ref.queue
         q.messages_expired += 1
-        self._move(ref, self.settings(q.address).expiry_address, E.EXPIRED)
+        self._move(ref, self.settings(q.address).expiry_address, EXPIRED)
 
     def expire_scan(self) -> int:
         """The expiry reaper's pass over every queue (message-expiry-scan-period)."""
@@ -557,7 +560,7 @@ class Broker:
         props["_AMQ_ORIG_ADDRESS"].string_value = src.address
         props["_AMQ_ORIG_QUEUE"].string_value = ref.queue.name
         props["_AMQ_ORIG_MESSAGE_ID"].int_value = src.id
-        if kind == E.EXPIRED:
+        if kind == EXPIRED:
             props["_AMQ_ACTUAL_EXPIRY"].int_value = now_ms()
         copy.address = target
         copy.expiration = 0

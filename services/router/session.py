@@ -28,7 +28,7 @@ log = logging.getLogger("meshmq.router.session")
 _HIGH_WATER = 16
 _LARGE_READ_CHUNKS = 4
 _LARGE_COMMIT_EVERY = 4
-E = jpb.EventKind
+DELIVERED = jpb.DELIVERED
 
 
 @dataclass
@@ -341,7 +341,7 @@ class ServerSession:
         # A first delivery is recorded by the ACKNOWLEDGED event's delivery
         # count; redeliveries get their own DELIVERED event (docs/journal-schema.md).
         if ref.persisted and ref.delivery_count > 1:
-            self.broker.event(E.DELIVERED, ref)
+            self.broker.event(DELIVERED, ref)
         if ref.msg.large:
             self._flush_consumer(c)
             c.streaming = True

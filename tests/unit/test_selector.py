@@ -9,6 +9,7 @@ LIKE matcher are all checked against an independent implementation.
 
 from __future__ import annotations
 
+import itertools
 import math
 import pickle
 import random
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from services.router.selector import MAX_NESTING_DEPTH, Selector, SelectorError, compile_selector
+from services.router.selector.like import compile_like
 
 PROPS = {
     "color": "red",
@@ -251,6 +253,11 @@ MATCH_CASES = [
     ("color LIKE '%red%'", True),
     ("color LIKE 'r%d%'", True),
     ("color LIKE 're%ed'", False),
+    ("color LIKE '%e%ed'", False),
+    ("multi LIKE '%a%a%a%'", True),
+    ("multi LIKE '%a%a%a%a%'", False),
+    ("color LIKE '!red' ESCAPE '!'", True),
+    ("color LIKE '!%' ESCAPE '!'", False),
     ("color LIKE 'R%'", False),
     ("color NOT LIKE 'b%'", True),
     ("color NOT LIKE 'r%'", False),
@@ -285,6 +292,11 @@ MATCH_CASES = [
     ("a + b * 3 = 1", True),
     ("(a + b) * 3 = 3", True),
     ("-a * 2 = -2", True),
+    ("-a + 2 = 1", True),
+    ("-a - -a = 0", True),
+    ("+color = 'red'", False),
+    ("NOT (+color = 'red')", False),
+    ("-flag = -1", False),
     # case-insensitive keywords, case-sensitive identifiers
     ("a = 1 and b = 0", True),
     ("a = 1 AnD b = 0", True),
@@ -373,6 +385,10 @@ def test_long_flat_selectors_do_not_nest() -> None:
     ors = " OR ".join(f"a = {i}" for i in range(600))
     assert len(ors) < 8192
     assert compile_selector(ors).matches({"a": 599}.get)
+    ands = " AND ".join(f"a <> {i}" for i in range(600))
+    assert len(ands) < 8192
+    assert compile_selector(ands).matches({"a": 600}.get)
+    assert not compile_selector("NOT (" + ands + ")").matches({"a": 600}.get)
     chain = "1" + " + 1" * 2000 + " = 2001"
     assert len(chain) < 8192
     assert compile_selector(chain).matches({}.get)
@@ -572,16 +588,11 @@ identifiers = st.sampled_from(NAMES).map(lambda n: ("id", n))
 
 
 def _arith(inner):
-    def build(group, first, rest):
-        ops = ["+", "-"] if group == "add" else ["*", "/"]
-        return ("arith", group, first, tuple((ops[i % 2] if flip else ops[0], e) for i, (flip, e) in enumerate(rest)))
+    def chain(group: str, ops: str):
+        steps = st.lists(st.tuples(st.sampled_from(list(ops)), inner), min_size=1, max_size=3)
+        return st.builds(lambda first, rest: ("arith", group, first, tuple(rest)), inner, steps)
 
-    return st.builds(
-        build,
-        st.sampled_from(["add", "mul"]),
-        inner,
-        st.lists(st.tuples(st.booleans(), inner), min_size=1, max_size=3),
-    )
+    return st.one_of(chain("add", "+-"), chain("mul", "*/"))
 
 
 numbers = st.recursive(
@@ -925,3 +936,24 @@ def test_literal_against_identifier_in_both_orders(op: str) -> None:
                 selector = compile_selector(text)
                 for props in FIXED_MESSAGES:
                     assert selector.matches(props.get) is (ref_cond(node, props) is True), (text, props)
+
+
+def _words(letters: str, longest: int) -> list[str]:
+    return ["".join(p) for n in range(longest + 1) for p in itertools.product(letters, repeat=n)]
+
+
+def _like_reference(pattern: str, escape: str | None, value: str) -> bool:
+    return ref_like_regex(pattern, escape).fullmatch(value) is not None
+
+
+@pytest.mark.parametrize(
+    ("alphabet", "value_alphabet", "escape"),
+    [("ab%_", "ab", None), ("a%_!", "a%_!", "!")],
+)
+def test_like_exhaustively_against_regular_expressions(alphabet, value_alphabet, escape) -> None:
+    """Every pattern up to 4 characters against every value up to 4 characters."""
+    values = _words(value_alphabet, 4)
+    for pattern in _words(alphabet, 4):
+        matcher = compile_like(pattern, escape)
+        for value in values:
+            assert matcher(value) is _like_reference(pattern, escape, value), (pattern, value)
