@@ -174,6 +174,27 @@ class JournalStore:
             # Identifiers in {braces} are quoted for the dialect; ? becomes its placeholder.
             return text_.format_map(_Quoted(q)).replace("?", mark)
 
+        def values(insert_head: str, ncols: int) -> _MultiRow:
+            return _MultiRow(stmt(insert_head + " VALUES "), "(" + ", ".join([mark] * ncols) + ")")
+
+        def in_list(head: str) -> _MultiRow:
+            return _MultiRow(stmt(head) + " IN (", mark, ", ", ")")
+
+        self._multi = {
+            "add_message": values(
+                "INSERT INTO {messages} ({message_id}, {address}, {size}, {timestamp}, {large}, {queue_id}, "
+                "{delivery_count}, {data})",
+                8,
+            ),
+            "add_ref": values("INSERT INTO {message_refs} ({queue_id}, {message_id}, {delivery_count})", 3),
+            "add_event": values(
+                "INSERT INTO {events} ({node_id}, {kind}, {ts}, {address}, {queue}, {message_id}, {size}, "
+                "{delivery_count}, {message_ts})",
+                9,
+            ),
+            "del_message": in_list("DELETE FROM {messages} WHERE {message_id}"),
+            "del_ref": in_list("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id}"),
+        }
         self._sql = {
             "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}) VALUES (?, ?, ?, ?, ?, ?)"),
             "add_message": stmt(
@@ -280,16 +301,17 @@ class JournalStore:
                 sql["add_queue"],
                 [(q.queue_id, q.name, q.address, q.routing_type, q.filter, q.auto_created) for q in r.add_queues],
             )
+        multi = self._multi
         if r.add_messages:
-            run(
-                sql["add_message"],
+            multi["add_message"].run(
+                conn,
                 [
                     (m.message_id, m.address, m.size, m.timestamp, m.large, m.queue_id or None, m.delivery_count, m.data)
                     for m in r.add_messages
                 ],
             )
         if r.add_refs:
-            run(sql["add_ref"], [(f.queue_id, f.message_id, f.delivery_count) for f in r.add_refs])
+            multi["add_ref"].run(conn, [(f.queue_id, f.message_id, f.delivery_count) for f in r.add_refs])
         if r.add_large_chunks:
             run(sql["add_chunk"], [(c.message_id, c.seq, c.data) for c in r.add_large_chunks])
         for cp in r.copy_large_messages:
@@ -306,9 +328,13 @@ class JournalStore:
             run(sql["set_count"], counts)
             run(sql["set_inline_count"], counts)
         if r.delete_refs:
-            run(sql["del_ref"], [(f.queue_id, f.message_id) for f in r.delete_refs])
+            by_queue: dict[int, list[tuple]] = {}
+            for f in r.delete_refs:
+                by_queue.setdefault(f.queue_id, []).append((f.message_id,))
+            for queue_id, ids in by_queue.items():
+                multi["del_ref"].run(conn, ids, (queue_id,))
         if r.delete_messages:
-            run(sql["del_message"], [(m,) for m in r.delete_messages])
+            multi["del_message"].run(conn, [(m,) for m in r.delete_messages])
         if r.delete_large_messages:
             ids = [(m,) for m in r.delete_large_messages]
             run(sql["del_message"], ids)
@@ -323,8 +349,8 @@ class JournalStore:
         if r.events:
             node = self.node_id
             kinds = s.EVENT_KIND_NAMES
-            run(
-                sql["add_event"],
+            multi["add_event"].run(
+                conn,
                 [
                     (node, kinds.get(e.kind, "UNKNOWN"), e.timestamp, e.address, e.queue, e.message_id, e.size,
                      e.delivery_count, e.message_timestamp)
@@ -421,6 +447,37 @@ class JournalStore:
             with self.engine.connect() as conn:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
         self.engine.dispose()
+
+
+_CHUNK_SIZES = (512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
+
+
+class _MultiRow:
+    """One statement for many rows: `head` followed by k groups of `group`.
+
+    A batch of n rows runs as a few statements whose sizes are powers of two
+    (so only ten distinct SQL texts per statement exist, all cached by the
+    driver). One statement per chunk instead of one step per row keeps the
+    writer thread's hold on the GIL short and rare.
+    """
+
+    def __init__(self, head: str, group: str, joiner: str = ", ", tail: str = "") -> None:
+        self._head, self._group, self._joiner, self._tail = head, group, joiner, tail
+        self._sql: dict[int, str] = {}
+
+    def sql(self, k: int) -> str:
+        text_ = self._sql.get(k)
+        if text_ is None:
+            text_ = self._sql[k] = self._head + self._joiner.join([self._group] * k) + self._tail
+        return text_
+
+    def run(self, conn: Connection, rows: list[tuple], prefix: tuple = ()) -> None:
+        i, n = 0, len(rows)
+        for size in _CHUNK_SIZES:
+            while n - i >= size:
+                params = prefix + tuple(v for row in rows[i : i + size] for v in row)
+                conn.exec_driver_sql(self.sql(size), params)
+                i += size
 
 
 class _Quoted(dict):
