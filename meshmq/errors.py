@@ -150,6 +150,8 @@ def from_rpc_error(err: grpc.RpcError) -> MeshMQError:
         code = err.code() if hasattr(err, "code") else None
         if code == grpc.StatusCode.UNAUTHENTICATED:
             reason = Reason.UNAUTHENTICATED.value
+        elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            reason = Reason.MESSAGE_TOO_LARGE.value
         elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             reason = Reason.CONNECTION_FAILED.value
         else:

@@ -16,12 +16,12 @@ from typing import Protocol
 import grpc
 
 from meshmq.errors import Reason
+from meshmq.limits import MAX_INTERNAL_FRAME
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
 
 log = logging.getLogger("meshmq.router.journal")
 
-MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
 
 class JournalAPI(Protocol):
@@ -38,10 +38,11 @@ class JournalAPI(Protocol):
     async def close(self) -> None: ...
 
 
-def channel_options() -> list[tuple[str, int]]:
+def channel_options(max_receive: int = MAX_INTERNAL_FRAME, max_send: int = MAX_INTERNAL_FRAME) -> list[tuple[str, int]]:
+    """gRPC options for meshmq channels and servers (frame limits, keep-alive)."""
     return [
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", max_send),
+        ("grpc.max_receive_message_length", max_receive),
         ("grpc.keepalive_time_ms", 10_000),
         ("grpc.keepalive_timeout_ms", 5_000),
     ]

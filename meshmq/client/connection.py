@@ -6,6 +6,7 @@ import grpc
 
 from meshmq.errors import ConnectionFailedError, MeshMQError, from_rpc_error
 from meshmq.journal_client import channel_options
+from meshmq.limits import MAX_CLIENT_FRAME
 from meshmq.tls import channel_credentials
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import management_pb2 as mgpb
@@ -16,6 +17,7 @@ from .session import Session
 from .uri import ParsedURI, parse_uri
 
 _ROUTING = {"anycast": mpb.ANYCAST, "multicast": mpb.MULTICAST}
+_OPTIONS = channel_options(max_send=MAX_CLIENT_FRAME)
 
 
 class Connection:
@@ -26,9 +28,9 @@ class Connection:
         opts = parsed.options
         if opts.sslEnabled:
             creds = channel_credentials(opts.trustStorePath or None, opts.keyStorePath or None, opts.keyPath or None)
-            self._channel = grpc.aio.secure_channel(parsed.target, creds, options=channel_options())
+            self._channel = grpc.aio.secure_channel(parsed.target, creds, options=_OPTIONS)
         else:
-            self._channel = grpc.aio.insecure_channel(parsed.target, options=channel_options())
+            self._channel = grpc.aio.insecure_channel(parsed.target, options=_OPTIONS)
         md = []
         if opts.username:
             md += [("x-meshmq-username", opts.username), ("x-meshmq-password", opts.password)]

@@ -8,7 +8,8 @@ import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from meshmq.errors import MeshMQError, error_for
+from meshmq.errors import MeshMQError, MessageTooLargeError, error_for
+from meshmq.limits import MAX_CLIENT_FRAME
 from meshmq.properties import PropertyValue, set_properties
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
+_FRAME_MARGIN = 64 * 1024  # room for headers and properties within one frame
 _ROUTING = {None: 0, "anycast": ANYCAST, "multicast": MULTICAST, ANYCAST: ANYCAST, MULTICAST: MULTICAST}
 
 
@@ -30,7 +32,7 @@ class Producer:
         self._window = options.confirmationWindowSize
         self._large_at = options.minLargeMessageSize
         self._max_batch = options.producerMaxBatch
-        self._batch_bytes = max(1, self._window // 4)
+        self._batch_bytes = max(1, min(self._window // 4, MAX_CLIENT_FRAME // 4))
         self._batch_ids = itertools.count(1)
         self._req: bpb.SessionRequest | None = None
         self._futs: list[asyncio.Future] = []
@@ -85,6 +87,11 @@ class Producer:
         )
         if len(body) > self._large_at:
             return await self._send_large(body, properties, fields)
+        if len(body) > MAX_CLIENT_FRAME - _FRAME_MARGIN:
+            raise MessageTooLargeError(
+                f"a {len(body)}-byte body cannot travel in one frame (limit {MAX_CLIENT_FRAME}); "
+                f"lower minLargeMessageSize (now {self._large_at}) so it is sent in chunks"
+            )
         while self._inflight_bytes + self._pending_bytes >= self._window:
             self._room.clear()
             await self._room.wait()

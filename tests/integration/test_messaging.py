@@ -355,3 +355,44 @@ def test_blocking_api_matches_async(shared_router):
         for m in got:
             c.ack(m)
         assert conn.admin.queue(q).message_count in (0, 1, 2, 3)  # acks are asynchronous
+
+
+async def test_oversized_frame_fails_only_its_own_stream(shared_router, conn):
+    import grpc
+
+    from meshmq.limits import MAX_CLIENT_FRAME
+    from meshmq.v1 import broker_pb2 as bpb
+    from meshmq.v1 import broker_pb2_grpc as bgrpc
+    from meshmq.v1 import messages_pb2 as mpb
+
+    target = shared_router.endpoint
+    async with grpc.aio.insecure_channel(target, options=[("grpc.max_send_message_length", 4 * MAX_CLIENT_FRAME)]) as ch:
+        call = bgrpc.BrokerStub(ch).Session()
+        await call.write(bpb.SessionRequest(open=bpb.OpenSession(client_id="raw")))
+        await call.write(bpb.SessionRequest(create_producer=bpb.CreateProducer(producer_id=1, address="huge")))
+        huge = bpb.SessionRequest(
+            send=bpb.SendBatch(
+                producer_id=1, batch_id=1, messages=[mpb.Message(address="huge", body=b"x" * (MAX_CLIENT_FRAME + 1))]
+            )
+        )
+        with pytest.raises(grpc.RpcError) as err:
+            await call.write(huge)
+            async for _ in call:
+                pass
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    # the node goes on serving everyone else
+    q = uniq("after-huge")
+    s = await conn.session()
+    p = await s.create_producer(q)
+    await p.send(b"fine", routing_type="anycast")
+    assert (await (await s.create_consumer(q)).receive(5)).body == b"fine"
+
+
+async def test_sdk_refuses_a_body_too_big_for_one_frame(shared_router):
+    from meshmq.client import MessageTooLargeError
+
+    async with await connect(f"{shared_router.url}?minLargeMessageSize=100000000") as c:
+        s = await c.session()
+        p = await s.create_producer(uniq("too-big"))
+        with pytest.raises(MessageTooLargeError, match="lower minLargeMessageSize"):
+            await p.send(b"x" * (20 * 2**20), routing_type="anycast")

@@ -73,3 +73,35 @@ async def test_tls_listener(nodes, certs):
         assert (await c.receive(5)).body == b"encrypted"
     with pytest.raises(ConnectionFailedError):
         await connect(f"meshmq://{node.endpoint}?callTimeout=3000")
+
+
+async def test_router_to_journal_over_tls(nodes, certs):
+    """The journal service's listener serves TLS and the router trusts it."""
+    from tests.fixtures.nodes import ServiceProcess, free_port, router_config
+
+    port = free_port()
+    journal = ServiceProcess(
+        nodes.tmp, "tls-journal", "journal",
+        router_config("tls-journal", nodes.tmp / "tls-journal-data") .replace(
+            "  listen: {host: 127.0.0.1, port: 0}",
+            f"  listen: {{host: 127.0.0.1, port: {port}, ssl-enabled: true, "
+            f"cert-path: {certs / 'server.pem'}, key-path: {certs / 'server.key'}}}",
+        ),
+    )
+    nodes.started.append(journal)
+    journal.start()
+    node = nodes.router(
+        "tls-journal-router",
+        extra=f"""
+        journal:
+          address: 127.0.0.1:{port}
+          ssl-enabled: true
+          trust-path: {certs / 'ca.pem'}
+        """,
+    )
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        p = await s.create_producer("via-tls-journal")
+        await p.send(b"stored over TLS", routing_type="anycast")
+        c = await s.create_consumer("via-tls-journal")
+        assert (await c.receive(5)).body == b"stored over TLS"
