@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 import grpc
 
-from meshmq.errors import ConnectionFailedError, MeshMQError, from_rpc_error
+from meshmq.errors import ConnectionFailedError, from_rpc_error
 from meshmq.journal_client import channel_options
 from meshmq.limits import MAX_CLIENT_FRAME
 from meshmq.tls import channel_credentials
@@ -13,52 +16,139 @@ from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 from meshmq.v1 import messages_pb2 as mpb
 
+from .loadbalance import LoadBalancingPolicy, policy_from_name
 from .session import Session
-from .uri import ParsedURI, parse_uri
+from .uri import ParsedURI, Server, parse_uri
+
+log = logging.getLogger("meshmq.client")
 
 _ROUTING = {"anycast": mpb.ANYCAST, "multicast": mpb.MULTICAST}
 _OPTIONS = channel_options(max_send=MAX_CLIENT_FRAME)
 
 
+class _Node:
+    """A channel to one router and the stubs on it."""
+
+    def __init__(self, server: Server, options) -> None:
+        self.server = server
+        if options.sslEnabled:
+            creds = channel_credentials(options.trustStorePath or None, options.keyStorePath or None, options.keyPath or None)
+            self.channel = grpc.aio.secure_channel(server.target, creds, options=_OPTIONS)
+        else:
+            self.channel = grpc.aio.insecure_channel(server.target, options=_OPTIONS)
+        self.broker = bgrpc.BrokerStub(self.channel)
+        self.management = mggrpc.ManagementStub(self.channel)
+
+
 class Connection:
-    """A channel to one router; sessions and management calls share it."""
+    """A client's view of one router or a cluster of them.
+
+    The first contact goes to the URI's servers in order (initialConnectAttempts
+    rounds, with the retry backoff). Each new session then goes to the node the
+    load-balancing policy picks: over the cluster topology the connected node
+    reports (it pushes every change), or over the URI's list when
+    useTopologyForLoadBalancing=false.
+    """
 
     def __init__(self, parsed: ParsedURI) -> None:
         self.uri = parsed
         opts = parsed.options
-        if opts.sslEnabled:
-            creds = channel_credentials(opts.trustStorePath or None, opts.keyStorePath or None, opts.keyPath or None)
-            self._channel = grpc.aio.secure_channel(parsed.target, creds, options=_OPTIONS)
-        else:
-            self._channel = grpc.aio.insecure_channel(parsed.target, options=_OPTIONS)
+        self.policy: LoadBalancingPolicy = policy_from_name(opts.connectionLoadBalancingPolicyClassName)
         md = []
         if opts.username:
             md += [("x-meshmq-username", opts.username), ("x-meshmq-password", opts.password)]
         self._metadata = tuple(md)
-        self._broker = bgrpc.BrokerStub(self._channel)
-        self.admin = Admin(mggrpc.ManagementStub(self._channel), self._metadata, opts.callTimeout / 1000)
+        self._nodes: dict[str, _Node] = {}
         self._sessions: list[Session] = []
+        self.topology: list[Server] = []
+        self._watch: asyncio.Task | None = None
+        self.admin: Admin | None = None
+        self.node: mgpb.NodeInfo | None = None
+        self._topology_changed = asyncio.Event()
 
-    async def _check(self) -> None:
+    def _node(self, server: Server) -> _Node:
+        node = self._nodes.get(server.target)
+        if node is None:
+            node = self._nodes[server.target] = _Node(server, self.uri.options)
+        return node
+
+    async def _first_contact(self) -> None:
+        opts = self.uri.options
+        delay = opts.retryInterval / 1000
+        errors = []
+        for attempt in range(opts.initialConnectAttempts):
+            for server in self.uri.servers:
+                admin = Admin(self._node(server).management, self._metadata, opts.callTimeout / 1000)
+                try:
+                    self.node = await admin.node_info()
+                except ConnectionFailedError as exc:
+                    errors.append(f"{server.target}: {exc}")
+                    continue
+                self.admin = admin
+                self._watch = asyncio.create_task(self._watch_topology(self._node(server)))
+                return
+            if attempt + 1 < opts.initialConnectAttempts:
+                await asyncio.sleep(delay)
+                delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
+        await self._close_channels()
+        tried = "; ".join(errors[-len(self.uri.servers):])
+        raise ConnectionFailedError(f"cannot reach a meshmq router ({tried})")
+
+    async def _watch_topology(self, node: _Node) -> None:
+        """Keep `topology` current from the node's pushes; the last known list stays on failure."""
         try:
-            self.node = await self.admin.node_info()
-        except ConnectionFailedError as exc:
-            await self._channel.close()
-            raise ConnectionFailedError(f"cannot reach a meshmq router at {self.uri.target}: {exc}") from None
-        except MeshMQError:
-            await self._channel.close()
-            raise
+            async for snapshot in node.management.WatchTopology(mgpb.WatchTopologyRequest(), metadata=self._metadata):
+                members = []
+                for m in snapshot.members:
+                    host, _, port = m.connector.rpartition(":")
+                    members.append(Server(host.strip("[]"), int(port)))
+                self.topology = members
+                self._topology_changed.set()
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                log.info("topology updates from %s stopped: %s", node.server.target, exc.code().name)
+
+    def candidates(self) -> list[Server]:
+        """The servers the next session may go to."""
+        if self.uri.options.useTopologyForLoadBalancing and self.topology:
+            return self.topology
+        return list(self.uri.servers)
 
     async def session(self, *, transacted: bool = False) -> Session:
-        s = Session(self._broker, self._metadata, self.uri.options, transacted)
+        """A new session on the node the load-balancing policy picks."""
+        servers = self.candidates()
+        server = servers[self.policy.select(len(servers))]
+        s = Session(self._node(server).broker, self._metadata, self.uri.options, transacted)
         await s._open()
         self._sessions.append(s)
         return s
 
+    async def wait_for_topology(self, size: int, timeout: float = 10.0) -> list[Server]:
+        """Wait until the pushed topology has `size` members (tests and tools)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while len(self.topology) != size:
+            self._topology_changed.clear()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise ConnectionFailedError(f"topology has {len(self.topology)} members, expected {size}")
+            try:
+                await asyncio.wait_for(self._topology_changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+        return self.topology
+
+    async def _close_channels(self) -> None:
+        for node in self._nodes.values():
+            await node.channel.close()
+        self._nodes.clear()
+
     async def close(self) -> None:
         for s in self._sessions:
             await s.close()
-        await self._channel.close()
+        if self._watch is not None:
+            self._watch.cancel()
+        await self._close_channels()
 
     async def __aenter__(self) -> Connection:
         return self
@@ -68,9 +158,9 @@ class Connection:
 
 
 async def connect(uri: str) -> Connection:
-    """Connect to the router named by `uri` (e.g. `meshmq://127.0.0.1:61616`)."""
+    """Connect to the router(s) named by `uri` (e.g. `meshmq://127.0.0.1:61616`)."""
     conn = Connection(parse_uri(uri))
-    await conn._check()
+    await conn._first_contact()
     return conn
 
 

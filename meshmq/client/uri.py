@@ -1,7 +1,12 @@
-"""Connection URIs: `meshmq://[user:password@]host:port[?option=value&...]`.
+"""Connection URIs.
+
+* one server: `meshmq://[user:password@]host[:port][?option=value&...]`
+* a static list sharing options (Artemis/ActiveMQ bracket syntax):
+  `(meshmq://h1:61616,meshmq://h2:61617)?reconnectAttempts=5`
 
 Option names follow Artemis's connector URI parameters where one exists
 (consumerWindowSize, confirmationWindowSize, minLargeMessageSize,
+connectionLoadBalancingPolicyClassName, useTopologyForLoadBalancing,
 sslEnabled, trustStorePath, ...). An unknown option or a bad value is an
 error naming it, never silently ignored.
 """
@@ -39,21 +44,37 @@ class ClientOptions:
     trustStorePath: str = ""
     keyStorePath: str = ""
     keyPath: str = ""
+    # Which node each new session goes to (client-side load balancing).
+    connectionLoadBalancingPolicyClassName: str = "RoundRobin"
+    # true: balance over the cluster topology the connected node reports; false: over the URI's list only.
+    useTopologyForLoadBalancing: bool = True
+    # Attempts to reach a server at first contact, and the backoff between them (ms).
+    initialConnectAttempts: int = 1
+    retryInterval: int = 2000
+    retryIntervalMultiplier: float = 1.0
+    maxRetryInterval: int = 2000
+    # Reconnection after a connection fails (used by client failover); 0 = none, -1 = forever.
+    reconnectAttempts: int = 0
 
 
 _OPTION_TYPES = {f.name: f.type for f in fields(ClientOptions)}
 
 
 @dataclass(frozen=True)
-class ParsedURI:
+class Server:
     host: str
     port: int
-    options: ClientOptions = field(default_factory=ClientOptions)
 
     @property
     def target(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class ParsedURI:
+    servers: tuple[Server, ...]
+    options: ClientOptions = field(default_factory=ClientOptions)
 
 
 def _convert(name: str, raw: str):
@@ -70,6 +91,11 @@ def _convert(name: str, raw: str):
             return int(raw)
         except ValueError:
             raise InvalidRequestError(f"URI option {name}={raw!r}: expected an integer") from None
+    if kind in ("float", float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise InvalidRequestError(f"URI option {name}={raw!r}: expected a number") from None
     return raw
 
 
@@ -84,30 +110,69 @@ def parse_options(query: str, base: ClientOptions | None = None) -> ClientOption
             raise InvalidRequestError(f"unknown URI option {key!r}{hint}")
         values[key] = _convert(key, raw)
     opts = replace(base or ClientOptions(), **values)
-    for name in ("minLargeMessageSize", "producerMaxBatch", "callTimeout"):
+    for name in ("minLargeMessageSize", "producerMaxBatch", "callTimeout", "initialConnectAttempts"):
         if getattr(opts, name) <= 0:
             raise InvalidRequestError(f"URI option {name} must be positive")
+    for name in ("retryInterval", "maxRetryInterval"):
+        if getattr(opts, name) < 0:
+            raise InvalidRequestError(f"URI option {name} must not be negative")
+    if opts.retryIntervalMultiplier < 1.0:
+        raise InvalidRequestError("URI option retryIntervalMultiplier must be at least 1.0")
+    if opts.reconnectAttempts < -1:
+        raise InvalidRequestError("URI option reconnectAttempts must be -1 (forever), 0 or more")
+    from .loadbalance import policy_from_name
+
+    policy_from_name(opts.connectionLoadBalancingPolicyClassName)  # fail now, not at the first session
     return opts
 
 
-def parse_uri(uri: str) -> ParsedURI:
-    """Parse a single-server meshmq URI; raises InvalidRequestError saying what is wrong."""
-    if not isinstance(uri, str) or not uri.strip():
-        raise InvalidRequestError("empty connection URI; expected meshmq://host:port")
+def _parse_server(uri: str, whole: str) -> tuple[Server, str, str, str]:
     parts = urlsplit(uri.strip())
     if parts.scheme not in SCHEMES:
         raise InvalidRequestError(
-            f"unsupported URI scheme {parts.scheme or '(none)'!r} in {uri!r}; expected meshmq://host:port"
+            f"unsupported URI scheme {parts.scheme or '(none)'!r} in {whole!r}; expected meshmq://host:port"
         )
     if parts.path not in ("", "/"):
-        raise InvalidRequestError(f"unexpected path {parts.path!r} in {uri!r}")
+        raise InvalidRequestError(f"unexpected path {parts.path!r} in {whole!r}")
     try:
         host, port = parts.hostname, parts.port
     except ValueError as exc:
-        raise InvalidRequestError(f"bad port in {uri!r}: {exc}") from None
+        raise InvalidRequestError(f"bad port in {whole!r}: {exc}") from None
     if not host:
-        raise InvalidRequestError(f"no host in {uri!r}")
-    opts = parse_options(parts.query)
-    if parts.username:
-        opts = replace(opts, username=unquote(parts.username), password=unquote(parts.password or ""))
-    return ParsedURI(host, port or DEFAULT_PORT, opts)
+        raise InvalidRequestError(f"no host in {whole!r}")
+    return Server(host, port or DEFAULT_PORT), parts.query, unquote(parts.username or ""), unquote(parts.password or "")
+
+
+def parse_uri(uri: str) -> ParsedURI:
+    """Parse a meshmq URI (one server or a bracketed list); InvalidRequestError says what is wrong."""
+    if not isinstance(uri, str) or not uri.strip():
+        raise InvalidRequestError("empty connection URI; expected meshmq://host:port")
+    text_ = uri.strip()
+    if text_.startswith("("):
+        close = text_.find(")")
+        if close < 0:
+            raise InvalidRequestError(f"unclosed '(' in {uri!r}; expected (meshmq://h1:p1,meshmq://h2:p2)?options")
+        items = [i for i in text_[1:close].split(",") if i.strip()]
+        if not items:
+            raise InvalidRequestError(f"empty server list in {uri!r}")
+        rest = text_[close + 1 :]
+        if rest and not rest.startswith("?"):
+            raise InvalidRequestError(f"unexpected {rest!r} after the server list in {uri!r}")
+        query = rest[1:]
+    else:
+        items, query = [text_], None
+    servers, user, password = [], "", ""
+    for item in items:
+        server, item_query, u, pw = _parse_server(item, uri)
+        if item_query and query is not None:
+            raise InvalidRequestError(
+                f"options inside the server list of {uri!r}: put them after the closing parenthesis"
+            )
+        if query is None:
+            query = item_query
+        servers.append(server)
+        user, password = user or u, password or pw
+    opts = parse_options(query or "")
+    if user:
+        opts = replace(opts, username=user, password=password)
+    return ParsedURI(tuple(servers), opts)

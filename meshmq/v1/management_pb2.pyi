@@ -7,6 +7,32 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class WatchTopologyRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TopologyMember(_message.Message):
+    __slots__ = ("node_id", "name", "connector", "backup_connector", "group_name")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    BACKUP_CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    name: str
+    connector: str
+    backup_connector: str
+    group_name: str
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., connector: _Optional[str] = ..., backup_connector: _Optional[str] = ..., group_name: _Optional[str] = ...) -> None: ...
+
+class Topology(_message.Message):
+    __slots__ = ("members", "version")
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[TopologyMember]
+    version: int
+    def __init__(self, members: _Optional[_Iterable[_Union[TopologyMember, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
+
 class GetNodeInfoRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -69,6 +69,11 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.PurgeQueueRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.PurgeQueueResponse.FromString,
                 _registered_method=True)
+        self.WatchTopology = channel.unary_stream(
+                '/meshmq.v1.Management/WatchTopology',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.WatchTopologyRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.Topology.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -116,6 +121,15 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchTopology(self, request, context):
+        """The cluster topology as this node knows it: the current members first,
+        then the whole list again after every change, for as long as the caller
+        listens. Clients use it for load balancing after the first contact.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -153,6 +167,11 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.PurgeQueue,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.PurgeQueueRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.PurgeQueueResponse.SerializeToString,
+            ),
+            'WatchTopology': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTopology,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.WatchTopologyRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.Topology.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -344,6 +363,33 @@ class Management:
             '/meshmq.v1.Management/PurgeQueue',
             meshmq_dot_v1_dot_management__pb2.PurgeQueueRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.PurgeQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchTopology(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/meshmq.v1.Management/WatchTopology',
+            meshmq_dot_v1_dot_management__pb2.WatchTopologyRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.Topology.FromString,
             options,
             channel_credentials,
             insecure,

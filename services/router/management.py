@@ -12,6 +12,7 @@ from meshmq.v1 import management_pb2_grpc as mggrpc
 from .auth import Authenticator
 from .broker import Broker
 from .queue import Queue
+from .topology import Topology
 
 
 def queue_info(q: Queue) -> mgpb.QueueInfo:
@@ -34,9 +35,10 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 
 
 class ManagementServicer(mggrpc.ManagementServicer):
-    def __init__(self, broker: Broker, auth: Authenticator) -> None:
+    def __init__(self, broker: Broker, auth: Authenticator, topology: Topology) -> None:
         self.broker = broker
         self.auth = auth
+        self.topology = topology
 
     async def _guard(self, context: grpc.aio.ServicerContext, fn):
         try:
@@ -121,6 +123,15 @@ class ManagementServicer(mggrpc.ManagementServicer):
             context,
             lambda: mgpb.DeleteQueueResponse(messages_removed=self.broker.delete_queue(request.name, force=request.force)),
         )
+
+    async def WatchTopology(self, request, context):
+        try:
+            self.auth.authenticate(context)
+        except BrokerError as exc:
+            await abort_with(context, exc)
+            return
+        async for snapshot in self.topology.watch():
+            yield snapshot
 
     async def PurgeQueue(self, request, context):
         return await self._guard(

@@ -18,12 +18,14 @@ from meshmq.limits import MAX_CLIENT_FRAME
 from meshmq.tls import server_credentials
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
+from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 
 from .auth import Authenticator
 from .broker import ANYCAST, MULTICAST, Broker
 from .management import ManagementServicer
 from .session import ServerSession
+from .topology import Topology
 
 log = logging.getLogger("meshmq.router")
 
@@ -107,6 +109,7 @@ class RouterNode:
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []
+        self.topology = Topology()
         self._reaper: asyncio.Task | None = None
 
     async def start(self) -> list[str]:
@@ -115,7 +118,7 @@ class RouterNode:
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
         self.server = grpc.aio.server(options=channel_options(max_receive=MAX_CLIENT_FRAME))
         bgrpc.add_BrokerServicer_to_server(BrokerServicer(self.broker, auth), self.server)
-        mggrpc.add_ManagementServicer_to_server(ManagementServicer(self.broker, auth), self.server)
+        mggrpc.add_ManagementServicer_to_server(ManagementServicer(self.broker, auth, self.topology), self.server)
         for acc in self.config.acceptors:
             target = f"{acc.host}:{acc.port}"
             if acc.ssl_enabled:
@@ -127,9 +130,14 @@ class RouterNode:
                 raise RuntimeError(f"acceptor {acc.name!r} cannot listen on {target}")
             self.endpoints.append(f"{acc.host}:{port}")
         await self.server.start()
+        await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())
         log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
         return self.endpoints
+
+    def member(self) -> mgpb.TopologyMember:
+        """This node as clients see it in the topology (its first acceptor)."""
+        return mgpb.TopologyMember(node_id=self.broker.node_id, name=self.config.name, connector=self.endpoints[0])
 
     def _declare_configured(self) -> None:
         """Create the addresses and queues the config declares (broker.xml <addresses>)."""

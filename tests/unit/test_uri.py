@@ -6,9 +6,10 @@ from meshmq.errors import InvalidRequestError
 
 def test_defaults_and_options():
     u = parse_uri("meshmq://127.0.0.1:61617?consumerWindowSize=-1&sslEnabled=true&clientID=app")
-    assert (u.host, u.port, u.target) == ("127.0.0.1", 61617, "127.0.0.1:61617")
+    [server] = u.servers
+    assert (server.host, server.port, server.target) == ("127.0.0.1", 61617, "127.0.0.1:61617")
     assert u.options.consumerWindowSize == -1 and u.options.sslEnabled and u.options.clientID == "app"
-    assert parse_uri("meshmq://localhost").port == 61616
+    assert parse_uri("meshmq://localhost").servers[0].port == 61616
     assert parse_uri("meshmq://localhost").options == ClientOptions()
 
 
@@ -32,6 +33,32 @@ def test_credentials_in_userinfo():
     ],
 )
 def test_bad_uris_name_the_problem(uri, fragment):
+    with pytest.raises(InvalidRequestError) as err:
+        parse_uri(uri)
+    assert fragment in str(err.value)
+
+
+def test_static_list_with_shared_options():
+    u = parse_uri("(meshmq://127.0.0.1:61616,meshmq://127.0.0.1:61617)?reconnectAttempts=5&useTopologyForLoadBalancing=false")
+    assert [s.target for s in u.servers] == ["127.0.0.1:61616", "127.0.0.1:61617"]
+    assert u.options.reconnectAttempts == 5 and not u.options.useTopologyForLoadBalancing
+
+
+@pytest.mark.parametrize(
+    "uri, fragment",
+    [
+        ("(meshmq://a:1,meshmq://b:2", "unclosed '('"),
+        ("()", "empty server list"),
+        ("(meshmq://a:1?x=1,meshmq://b:2)?y=2", "after the closing parenthesis"),
+        ("(meshmq://a:1)extra", "unexpected 'extra'"),
+        ("(meshmq://a:1,tcp://b:2)", "unsupported URI scheme 'tcp'"),
+        ("meshmq://a:1?connectionLoadBalancingPolicyClassName=Nope", "unknown load-balancing policy 'Nope'"),
+        ("meshmq://a:1?connectionLoadBalancingPolicyClassName=no.such.module:P", "cannot import 'no.such.module'"),
+        ("meshmq://a:1?retryIntervalMultiplier=0.5", "at least 1.0"),
+        ("meshmq://a:1?reconnectAttempts=-2", "reconnectAttempts"),
+    ],
+)
+def test_bad_lists_and_policies_name_the_problem(uri, fragment):
     with pytest.raises(InvalidRequestError) as err:
         parse_uri(uri)
     assert fragment in str(err.value)
