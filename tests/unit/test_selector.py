@@ -924,6 +924,33 @@ def test_generated_single_conditions_agree_with_reference(atom, rng, negate) -> 
         assert selector.matches(props.get) is (ref_cond(tree, props) is True), (text, props)
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expr=numbers, rng=st.randoms(use_true_random=False))
+def test_generated_arithmetic_agrees_with_reference(expr, rng) -> None:
+    """Arithmetic checked by value: `expr = <reference result>`, or `expr IS NULL` when UNKNOWN.
+
+    Comparing against the exact expected value makes precedence,
+    associativity and integer-division mistakes visible, which a comparison
+    against a random literal almost never does.
+    """
+    renderer = Renderer(rng)
+    operand = renderer.child(expr, 5)
+    for props in FIXED_MESSAGES:
+        expected = ref_value(expr, props)
+        if expected is None:
+            tokens = [*operand, "IS", "NULL"]
+        elif not _is_num(expected):  # a bare identifier holding a string, bool or bytes
+            continue
+        elif math.isfinite(expected) and abs(expected) <= 2**63:
+            literal = ("lit", abs(expected))
+            tokens = [*operand, "=", *(["-"] if math.copysign(1, expected) < 0 else []), *renderer.render(literal)[0]]
+        else:
+            continue
+        text = " ".join(tokens)
+        note(f"selector: {text} with {props}")
+        assert compile_selector(text).matches(props.get), (text, props)
+
+
 @pytest.mark.parametrize("op", ["=", "<>", "<", "<=", ">", ">="])
 def test_literal_against_identifier_in_both_orders(op: str) -> None:
     """Exhaustive over the compiler's literal-vs-property fast paths, which mirror the operator."""

@@ -168,7 +168,8 @@ def _scan_number(text: str, start: int) -> Token:
             value = float(body)  # overflow gives inf, as Java's Double.valueOf does
         elif len(body) > 1 and body[0] == "0":
             if not set(body) <= _OCTAL_DIGITS:
-                raise SelectorError(text, start, f"invalid octal literal '{body}' (digits after a leading 0 must be 0-7)")
+                reason = f"invalid octal literal '{body}' (digits after a leading 0 must be 0-7)"
+                raise SelectorError(text, start, reason)
             value = _checked_integer(text, start, body, 8)
         else:
             value = _checked_integer(text, start, body, 10)

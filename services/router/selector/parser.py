@@ -37,6 +37,8 @@ from .nodes import (
 MAX_SELECTOR_LENGTH = 8192
 MAX_NESTING_DEPTH = 100
 
+_TOO_DEEP = f"expression is nested more than {MAX_NESTING_DEPTH} levels deep"
+
 _PREC_OR = 1
 _PREC_AND = 2
 _PREC_NOT = 3
@@ -68,7 +70,7 @@ def _check_depth(text: str, tree: Node) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > MAX_NESTING_DEPTH:
-            raise SelectorError(text, node.pos, f"expression is nested more than {MAX_NESTING_DEPTH} levels deep")
+            raise SelectorError(text, node.pos, _TOO_DEEP)
         stack.extend((child, depth + 1) for child in children(node))
 
 
@@ -114,7 +116,7 @@ class _Parser:
     def _enter(self, token: Token) -> None:
         self._depth += 1
         if self._depth > MAX_NESTING_DEPTH:
-            raise SelectorError(self._text, token.pos, f"expression is nested more than {MAX_NESTING_DEPTH} levels deep")
+            raise SelectorError(self._text, token.pos, _TOO_DEEP)
 
     # -- grammar -------------------------------------------------------
 
