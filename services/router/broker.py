@@ -61,7 +61,7 @@ def compile_filter(text: str):
 
 
 class Address:
-    __slots__ = ("name", "routing_types", "queues", "auto_created", "_rr")
+    __slots__ = ("name", "routing_types", "queues", "auto_created", "_rr", "_split")
 
     def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
         self.name = name
@@ -69,9 +69,28 @@ class Address:
         self.queues: dict[str, Queue] = {}
         self.auto_created = auto_created
         self._rr = 0
+        self._split: tuple[tuple[Queue, ...], tuple[Queue, ...]] | None = None
 
     def has(self, rt: int) -> bool:
         return bool(self.routing_types & _RT_BIT[rt])
+
+    def add_queue(self, q: Queue) -> None:
+        self.queues[q.name] = q
+        self._split = None
+
+    def remove_queue(self, name: str) -> None:
+        self.queues.pop(name, None)
+        self._split = None
+
+    def split(self) -> tuple[tuple[Queue, ...], tuple[Queue, ...]]:
+        """(multicast queues, anycast queues), cached until the queues change."""
+        if self._split is None:
+            qs = self.queues.values()
+            self._split = (
+                tuple(q for q in qs if q.routing_type == MULTICAST),
+                tuple(q for q in qs if q.routing_type == ANYCAST),
+            )
+        return self._split
 
     def next_anycast(self, candidates: list[Queue]) -> Queue:
         """Round robin over the anycast queues that accept a message."""
@@ -165,7 +184,7 @@ class Broker:
                 addr = self.addresses.get(qr.address)
                 if addr is None:
                     addr = self.addresses[qr.address] = Address(qr.address, _RT_BIT[qr.routing_type], True)
-                addr.queues[q.name] = q
+                addr.add_queue(q)
                 self.queues[q.name] = q
                 by_queue_id[q.id] = q
                 self._next_queue_id = max(self._next_queue_id, q.id + 1)
@@ -301,7 +320,7 @@ class Broker:
             auto_created=auto_created,
         )
         self._next_queue_id += 1
-        addr.queues[name] = q
+        addr.add_queue(q)
         self.queues[name] = q
         if durable:
             self.batch().add_queues.add(
@@ -326,7 +345,7 @@ class Broker:
         del self.queues[name]
         addr = self.addresses.get(q.address)
         if addr is not None:
-            addr.queues.pop(name, None)
+            addr.remove_queue(name)
         if q.durable:
             self.batch().delete_queues.append(q.id)
         if addr is not None and addr.auto_created and not addr.queues and self.settings(addr.name).auto_delete_addresses:
@@ -361,7 +380,8 @@ class Broker:
             if not default_address:
                 raise BrokerError(Reason.INVALID_REQUEST, "message has no address and its producer has none")
             m.address = default_address
-        check_name("address", m.address)
+        if m.address not in self.addresses:
+            check_name("address", m.address)
         if m.priority > 9:
             raise BrokerError(Reason.INVALID_REQUEST, f"priority {m.priority} is out of range 0..9")
         if m.routing_type not in (0, ANYCAST, MULTICAST):
@@ -384,23 +404,27 @@ class Broker:
         """The queues a message goes to, creating its address or queue where settings allow."""
         addr = self.addresses.get(msg.address)
         rt = msg.proto.routing_type
-        settings = self.settings(msg.address)
         if addr is None or (rt and not addr.has(rt)):
-            effective = rt or _RT_BY_NAME[settings.default_address_routing_type]
+            effective = rt or _RT_BY_NAME[self.settings(msg.address).default_address_routing_type]
             addr = self.ensure_address(msg.address, effective, auto_created=addr is None or addr.auto_created)
+        multicast, anycast = addr.split()
         out: list[Queue] = []
-        if rt in (0, MULTICAST) and addr.has(MULTICAST):
-            out.extend(q for q in addr.queues.values() if q.routing_type == MULTICAST and q.accepts(msg))
-        if rt in (0, ANYCAST) and addr.has(ANYCAST):
-            anycast = [q for q in addr.queues.values() if q.routing_type == ANYCAST]
-            if not anycast and settings.auto_create_queues:
+        if rt != ANYCAST and multicast:
+            out = [q for q in multicast if q.selector is None or q.accepts(msg)]
+        if rt != MULTICAST and addr.has(ANYCAST):
+            if not anycast and self.settings(addr.name).auto_create_queues:
                 name = addr.name if addr.name not in self.queues else f"{addr.name}.anycast"
-                anycast = [self.create_queue(name, addr.name, ANYCAST, auto_created=True)]
-            matching = [q for q in anycast if q.accepts(msg)]
-            if matching:
-                out.append(addr.next_anycast(matching))
-        if not out and settings.send_to_dla_on_no_route and settings.dead_letter_address:
-            if settings.dead_letter_address != msg.address:
+                self.create_queue(name, addr.name, ANYCAST, auto_created=True)
+                multicast, anycast = addr.split()
+            if len(anycast) == 1 and anycast[0].selector is None:
+                out.append(anycast[0])
+            elif anycast:
+                matching = [q for q in anycast if q.accepts(msg)]
+                if matching:
+                    out.append(addr.next_anycast(matching))
+        if not out:
+            settings = self.settings(msg.address)
+            if settings.send_to_dla_on_no_route and settings.dead_letter_address not in (None, msg.address):
                 msg.proto.properties["_AMQ_ORIG_ADDRESS"].string_value = msg.address
                 msg.proto.address = msg.address = settings.dead_letter_address
                 self.ensure_dead_letter_target(msg.address)
@@ -432,7 +456,10 @@ class Broker:
             if ref.persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
-                self.event(ENQUEUED, ref, now)
+                batch.events.add(
+                    timestamp=now, kind=ENQUEUED, address=msg.address, queue=q.name, message_id=msg.id,
+                    size=msg.size, message_timestamp=msg.timestamp,
+                )
             refs.append(ref)
         if not refs and msg.large:
             batch.delete_large_messages.append(msg.id)  # its chunks were stored; nobody will read them
