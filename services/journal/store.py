@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from itertools import chain
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -475,7 +476,7 @@ class _MultiRow:
         i, n = 0, len(rows)
         for size in _CHUNK_SIZES:
             while n - i >= size:
-                params = prefix + tuple(v for row in rows[i : i + size] for v in row)
+                params = prefix + tuple(chain.from_iterable(rows[i : i + size]))
                 conn.exec_driver_sql(self.sql(size), params)
                 i += size
 
