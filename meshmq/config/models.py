@@ -146,26 +146,9 @@ class _Model(BaseModel):
 # --- listeners (acceptors and the journal's own listener) ------------------
 
 
-def _tls_issues(model: Acceptor | JournalListen) -> list[tuple[RelPath, str]]:
-    issues: list[tuple[RelPath, str]] = []
-    if model.ssl_enabled:
-        if model.cert_path is None:
-            issues.append((("cert-path",), "required when ssl-enabled is true"))
-        if model.key_path is None:
-            issues.append((("key-path",), "required when ssl-enabled is true"))
-    if model.need_client_auth:
-        if not model.ssl_enabled:
-            issues.append((("need-client-auth",), "requires ssl-enabled: true"))
-        if model.trust_path is None:
-            why = "required when need-client-auth is true (the CA that signs client certificates)"
-            issues.append((("trust-path",), why))
-    return issues
+class Listener(_Model):
+    """A gRPC listener: the acceptor keys without a name (broker.xml ``<acceptor>`` parameters)."""
 
-
-class Acceptor(_Model):
-    """Where the router's gRPC server listens (broker.xml ``<acceptor>``)."""
-
-    name: NonEmptyStr = defaults.ACCEPTOR_NAME
     host: NonEmptyStr = defaults.ACCEPTOR_HOST
     port: Port = defaults.ACCEPTOR_PORT
     ssl_enabled: bool = defaults.SSL_ENABLED
@@ -175,26 +158,34 @@ class Acceptor(_Model):
     need_client_auth: bool = defaults.NEED_CLIENT_AUTH
 
     @model_validator(mode="after")
-    def _check_tls(self) -> Acceptor:
-        _raise_issues(_tls_issues(self))
+    def _check_tls(self) -> Listener:
+        issues: list[tuple[RelPath, str]] = []
+        if self.ssl_enabled:
+            if self.cert_path is None:
+                issues.append((("cert-path",), "required when ssl-enabled is true"))
+            if self.key_path is None:
+                issues.append((("key-path",), "required when ssl-enabled is true"))
+        if self.need_client_auth:
+            if not self.ssl_enabled:
+                issues.append((("need-client-auth",), "requires ssl-enabled: true"))
+            if self.trust_path is None:
+                why = "required when need-client-auth is true (the CA that signs client certificates)"
+                issues.append((("trust-path",), why))
+        _raise_issues(issues)
         return self
 
 
-class JournalListen(_Model):
-    """Where ``meshmq serve journal`` listens; the acceptor keys without a name."""
+class Acceptor(Listener):
+    """Where the router's gRPC server listens (broker.xml ``<acceptor>``)."""
+
+    name: NonEmptyStr = defaults.ACCEPTOR_NAME
+
+
+class JournalListen(Listener):
+    """Where ``meshmq serve journal`` listens."""
 
     host: NonEmptyStr = defaults.JOURNAL_LISTEN_HOST
     port: Port = defaults.JOURNAL_LISTEN_PORT
-    ssl_enabled: bool = defaults.SSL_ENABLED
-    cert_path: ExistingFile | None = None
-    key_path: ExistingFile | None = None
-    trust_path: ExistingFile | None = None
-    need_client_auth: bool = defaults.NEED_CLIENT_AUTH
-
-    @model_validator(mode="after")
-    def _check_tls(self) -> JournalListen:
-        _raise_issues(_tls_issues(self))
-        return self
 
 
 # --- journal ---------------------------------------------------------------
