@@ -24,6 +24,10 @@ from meshmq.tls import channel_credentials, server_credentials
 log = logging.getLogger("meshmq")
 
 
+class NodeHalted(RuntimeError):
+    """The router stopped itself: fenced, or its journal refused a write."""
+
+
 def install_event_loop_policy() -> None:
     """uvloop where installed (DESIGN: the broker is an asyncio program on uvloop)."""
     try:
@@ -107,6 +111,8 @@ async def run_router(
         log.info("stopping")
         await node.stop()
         await journal.close()
+    if node.broker.halted.is_set():
+        raise NodeHalted(node.broker.halt_reason)
 
 
 async def run_journal(

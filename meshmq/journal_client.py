@@ -81,7 +81,9 @@ class GrpcJournalClient:
         stream = self._stream
         try:
             await stream.write(req)
-        except (grpc.RpcError, asyncio.InvalidStateError, grpc.aio.UsageError) as exc:
+        except grpc.RpcError as exc:
+            self._fail_all(stream, f"journal unavailable: {exc.code().name}: {exc.details()}")
+        except (asyncio.InvalidStateError, grpc.aio.UsageError) as exc:
             self._fail_all(stream, f"journal stream failed: {exc}")
         return await fut
 

@@ -59,9 +59,12 @@ def _serve(config, service: str, ready_file: str | None, quiet: bool) -> None:
     runner = hosting.run_router if service == "router" else hosting.run_journal
     try:
         _run(runner(config, ready_file=ready_file, on_ready=announce))
-    except Exception as exc:  # start-up failures: say what, not a traceback
+    except Exception as exc:  # start-up failures and halts: say what, not a traceback
         from services.journal.store import StoreError
 
+        if isinstance(exc, hosting.NodeHalted):
+            click.secho(f"error: node halted: {exc}", fg="red", err=True)
+            sys.exit(3)
         if isinstance(exc, (StoreError, RuntimeError, OSError)):
             _fail(str(exc))
         raise

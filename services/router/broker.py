@@ -128,7 +128,11 @@ class Broker:
         self._dup_caches: dict[str, DuplicateIdCache] = {}
         self._dirty: set[Queue] = set()
         self._dispatch_scheduled = False
-        self.fenced = asyncio.Event()
+        # Set when the node must stop: fenced by a newer owner of its store, or a
+        # journal write failed (memory and store no longer agree; a restart
+        # recovers the stored state, as Artemis stops on a critical IO error).
+        self.halted = asyncio.Event()
+        self.halt_reason = ""
         self.started_at = 0
 
     # ------------------------------------------------------------ lifecycle
@@ -138,7 +142,7 @@ class Broker:
         opened = await self.journal.open(jpb.OpenRequest(node_name=self.name))
         self.node_id, self.epoch = opened.node_id, opened.epoch
         self._next_message_id = self._reserved_to = max(1, opened.next_message_id)
-        self.batcher = JournalBatcher(self.journal, self.epoch, self._on_fenced)
+        self.batcher = JournalBatcher(self.journal, self.epoch, self.halt)
         recovered = await self._recover()
         self.batcher.start()
         self._reserve_ids()
@@ -159,9 +163,14 @@ class Broker:
         if self.batcher is not None:
             await self.batcher.close()
 
-    def _on_fenced(self, message: str) -> None:
-        log.critical("node %s was fenced: %s. Stopping.", self.node_id, message)
-        self.fenced.set()
+    def halt(self, reason: str, message: str) -> None:
+        """Stop the node after a journal failure; clients reconnect once it restarts."""
+        if self.halted.is_set():
+            return
+        self.halt_reason = f"{reason}: {message}"
+        what = "was fenced" if reason == Reason.FENCED.value else "cannot write its journal"
+        log.critical("node %s %s (%s). Stopping: restart it to recover the stored state.", self.node_id, what, message)
+        self.halted.set()
 
     async def _recover(self) -> int:
         messages_recovered = 0
@@ -250,11 +259,11 @@ class Broker:
         """Enqueue refs now, or once the journal holds them when any is persisted."""
         if any(r.persisted for r in refs):
             fut = self.batcher.commit_future()
-            fut.add_done_callback(lambda f: self.enqueue(refs) if f.result().ok else self._lost(refs, f.result()))
+            fut.add_done_callback(lambda f: self.enqueue(refs) if f.result().ok else self.report_lost(refs, f.result()))
         else:
             self.enqueue(refs)
 
-    def _lost(self, refs: list[Ref], resp: jpb.AppendResponse) -> None:
+    def report_lost(self, refs: list[Ref], resp: jpb.AppendResponse) -> None:
         log.error("%d message references not stored (%s); dropped until restart", len(refs), resp.message)
 
     # ------------------------------------------------------------ addresses and queues

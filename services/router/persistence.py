@@ -4,7 +4,8 @@ Everything the router wants stored (messages, references, acks, events,
 definitions) is added to the AppendRequest being filled. One flusher sends it
 to the journal as a single append; while that commits, the next request
 fills. Code that must wait for durability takes `commit_future()`; nothing
-else waits.
+else waits. A refused append is reported to `on_failure`: memory then holds
+changes the store does not, so the node must stop (see Broker.halt).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ log = logging.getLogger("meshmq.router.persistence")
 
 
 class JournalBatcher:
-    def __init__(self, journal: JournalAPI, epoch: int, on_fenced: Callable[[str], None]) -> None:
+    def __init__(self, journal: JournalAPI, epoch: int, on_failure: Callable[[str, str], None]) -> None:
         self._journal = journal
         self._epoch = epoch
-        self._on_fenced = on_fenced
+        self._on_failure = on_failure
         self._req = jpb.AppendRequest()
         self._fut: asyncio.Future[jpb.AppendResponse] | None = None
         self._wake = asyncio.Event()
@@ -73,8 +74,7 @@ class JournalBatcher:
             if not resp.ok:
                 self.failures += 1
                 log.error("journal refused append %d: %s %s", req.request_id, resp.reason, resp.message)
-                if resp.reason == Reason.FENCED.value:
-                    self._on_fenced(resp.message)
+                self._on_failure(resp.reason, resp.message)
             if fut is not None and not fut.done():
                 fut.set_result(resp)
 

@@ -165,16 +165,22 @@ class RouterNode:
                 log.info("expiry reaper expired %d messages", n)
 
     async def wait(self) -> None:
-        """Until the server stops or the node is fenced by a newer owner of its store."""
-        fenced = asyncio.create_task(self.broker.fenced.wait())
+        """Until the server stops or the broker halts (fenced, or its journal failed)."""
+        halted = asyncio.create_task(self.broker.halted.wait())
         stopped = asyncio.create_task(self.server.wait_for_termination())
-        await asyncio.wait([fenced, stopped], return_when=asyncio.FIRST_COMPLETED)
-        fenced.cancel()
+        await asyncio.wait([halted, stopped], return_when=asyncio.FIRST_COMPLETED)
+        halted.cancel()
         stopped.cancel()
 
     async def stop(self, grace: float = 2.0) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
         if self.server is not None:
-            await self.server.stop(grace)
+            try:
+                await self.server.stop(grace)
+            except asyncio.CancelledError:
+                # grpc cancels streams still open after the grace period and lets
+                # that CancelledError escape; only re-raise if *we* are being cancelled.
+                if asyncio.current_task().cancelling():
+                    raise
         await self.broker.stop()

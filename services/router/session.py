@@ -201,7 +201,7 @@ class ServerSession:
                 self._forget_dups(dups)
                 for i in accepted:
                     confirm.rejections.add(index=i, reason=resp.reason, detail=resp.message)
-                broker._lost(staged, resp)
+                broker.report_lost(staged, resp)
             else:
                 broker.enqueue(staged)
             if not self.closed:

@@ -169,3 +169,43 @@ async def test_multicast_and_filtered_subscriptions_recover_in_order(nodes):
 
         assert await drain(all_c) == list(range(1, 42))
         assert await drain(even_c) == list(range(2, 41, 2))
+
+
+async def test_router_halts_when_its_journal_dies_and_recovers_after_restart(nodes):
+    journal = nodes.journal("dying-journal")
+    node = nodes.router("orphaned", journal_address=journal.endpoint)
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        p = await s.create_producer("halt.q")
+        await p.send(b"stored before", routing_type="anycast")
+        journal.kill9()
+        with pytest.raises(MeshMQError):
+            await p.send(b"never confirmed", routing_type="anycast")
+    # memory and store no longer agree: the router stops itself rather than go on
+    assert node.proc.wait(30) == 3
+    assert "cannot write its journal" in node.log_tail()
+    journal.start()
+    node.start()
+    async with await connect(node.url) as conn:
+        c = await (await conn.session()).create_consumer("halt.q")
+        assert (await c.receive(5)).body == b"stored before"
+        assert await c.receive(0.5) is None
+
+
+async def test_a_second_router_on_the_same_store_fences_the_first(nodes, tmp_path):
+    store = f"sqlite:///{tmp_path}/shared.db"
+    first = nodes.router("first", journal_url=store)
+    second = nodes.router("second", journal_url=store)
+    assert first.info["node_id"] == second.info["node_id"]  # the copied-identity case
+    async with await connect(first.url) as conn:
+        p = await (await conn.session()).create_producer("fence.q")
+        with pytest.raises(MeshMQError):
+            await p.send(b"from the stale owner", routing_type="anycast")
+    assert first.proc.wait(30) == 3
+    assert "was fenced" in first.log_tail()
+    async with await connect(second.url) as conn:
+        s = await conn.session()
+        await (await s.create_producer("fence.q")).send(b"from the new owner", routing_type="anycast")
+        c = await s.create_consumer("fence.q")
+        assert (await c.receive(5)).body == b"from the new owner"
+        assert await c.receive(0.5) is None

@@ -1,0 +1,102 @@
+"""Discovery as a gRPC service (`meshmq serve discovery`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import grpc
+
+from meshmq.discovery_client import DiscoveryConfigError, DiscoveryUnavailableError, NodeIdInUseError
+from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.v1 import discovery_pb2 as dpb
+from meshmq.v1 import discovery_pb2_grpc as dgrpc
+
+from .core import DiscoveryCore, Membership
+
+log = logging.getLogger("meshmq.discovery")
+
+
+def _broker_error(exc: Exception) -> BrokerError:
+    if isinstance(exc, NodeIdInUseError):
+        return BrokerError(Reason.DUPLICATE_ID, str(exc))
+    if isinstance(exc, DiscoveryConfigError):
+        return BrokerError(Reason.INVALID_REQUEST, str(exc))
+    if isinstance(exc, DiscoveryUnavailableError):
+        return BrokerError(Reason.STORE_UNAVAILABLE, str(exc))
+    return BrokerError(Reason.INTERNAL, str(exc))
+
+
+_ERRORS = (NodeIdInUseError, DiscoveryConfigError, DiscoveryUnavailableError)
+
+
+class DiscoveryServicer(dgrpc.DiscoveryServicer):
+    def __init__(self, core: DiscoveryCore) -> None:
+        self.core = core
+
+    async def Announce(self, request_iterator, context: grpc.aio.ServicerContext) -> AsyncIterator[dpb.AnnounceResponse]:
+        membership: Membership | None = None
+        try:
+            async for req in request_iterator:
+                kind = req.WhichOneof("kind")
+                if kind == "join":
+                    if membership is not None:
+                        raise BrokerError(Reason.INVALID_REQUEST, "join sent twice on one Announce stream")
+                    membership = await self.core.announce(req.join)
+                    node = membership.node
+                    log.info(
+                        "node %s (%s) at %s joined cluster %s: lease %d ms, keep-alive every %d ms", node.node_id,
+                        node.node_name, node.connector, node.cluster_name, membership.lease_ttl_ms,
+                        req.join.broadcast_period_ms,
+                    )
+                    yield dpb.AnnounceResponse(joined=dpb.AnnounceResponse.Joined(lease_ttl_ms=membership.lease_ttl_ms))
+                elif membership is None:
+                    raise BrokerError(Reason.INVALID_REQUEST, f"{kind} before join: an Announce stream starts with a join")
+                elif kind == "keep_alive":
+                    try:
+                        await membership.keep_alive()
+                        ack = dpb.AnnounceResponse.KeepAliveAck(ok=True)
+                    except DiscoveryUnavailableError as exc:
+                        ack = dpb.AnnounceResponse.KeepAliveAck(ok=False, message=str(exc))
+                    yield dpb.AnnounceResponse(keep_alive_ack=ack)
+                elif kind == "update":
+                    await membership.update(req.update.node)
+                    yield dpb.AnnounceResponse(updated=dpb.AnnounceResponse.Updated())
+                elif kind == "leave":
+                    await membership.leave()
+                    log.info("node %s (%s) left cluster %s", membership.node.node_id, membership.node.node_name,
+                             membership.node.cluster_name)
+                    membership = None
+                    yield dpb.AnnounceResponse(left=dpb.AnnounceResponse.Left())
+                    return
+                else:
+                    raise BrokerError(Reason.INVALID_REQUEST, "empty Announce request")
+        except _ERRORS as exc:
+            await abort_with(context, _broker_error(exc))
+        except BrokerError as exc:
+            await abort_with(context, exc)
+        finally:
+            if membership is not None:
+                node = membership.node
+                log.info(
+                    "the announce stream of node %s (%s) ended without a leave; it vanishes in %d ms unless it joins again",
+                    node.node_id, node.node_name, membership.lease_ttl_ms,
+                )
+
+    async def List(self, request: dpb.ListNodesRequest, context) -> dpb.ListNodesResponse:
+        try:
+            return await self.core.list(request)
+        except _ERRORS as exc:
+            await abort_with(context, _broker_error(exc))
+            raise  # unreachable: abort raises
+
+    async def Watch(self, request: dpb.WatchNodesRequest, context) -> AsyncIterator[dpb.WatchNodesResponse]:
+        try:
+            async for resp in self.core.watch(request):
+                yield resp
+        except _ERRORS as exc:
+            await abort_with(context, _broker_error(exc))
+
+
+def add_discovery_service(server: grpc.aio.Server, core: DiscoveryCore) -> None:
+    dgrpc.add_DiscoveryServicer_to_server(DiscoveryServicer(core), server)
