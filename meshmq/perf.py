@@ -94,17 +94,18 @@ async def consume(url: str, queue: str, count: int, timeout: float = 30.0, progr
         start = None
         got = 0
         while got < count:
-            msg = await consumer.receive(timeout)
-            if msg is None:
+            batch = await consumer.receive_batch(count - got, timeout)
+            if not batch:
                 break
             if start is None:
                 start = clock()
-            if got % SAMPLE_EVERY == 0:
-                lat.append(time.time() * 1000 - msg.timestamp)
-            msg.ack()
-            got += 1
-            if progress and got % 1000 == 0:
-                progress(1000)
+            for msg in batch:
+                if got % SAMPLE_EVERY == 0:
+                    lat.append(time.time() * 1000 - msg.timestamp)
+                msg.ack()
+                got += 1
+                if progress and got % 1000 == 0:
+                    progress(1000)
         elapsed = clock() - (start or clock())
         await consumer.close()
     return PerfResult("consumer", got, elapsed, lat)

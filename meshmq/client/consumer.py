@@ -79,6 +79,19 @@ class Consumer:
         self._credit(msg.size)
         return msg
 
+    async def receive_batch(self, max_messages: int, timeout: float | None = None) -> list[ReceivedMessage]:
+        """Up to `max_messages` already-delivered messages, waiting up to `timeout` for the first."""
+        first = await self.receive(timeout)
+        if first is None:
+            return []
+        out = [first]
+        buffer = self._buffer
+        while buffer and len(out) < max_messages:
+            msg = buffer.popleft()
+            self._credit(msg.size)
+            out.append(msg)
+        return out
+
     def receive_nowait(self) -> ReceivedMessage | None:
         if not self._buffer:
             if self._error is not None:

@@ -396,3 +396,20 @@ async def test_sdk_refuses_a_body_too_big_for_one_frame(shared_router):
         p = await s.create_producer(uniq("too-big"))
         with pytest.raises(MessageTooLargeError, match="lower minLargeMessageSize"):
             await p.send(b"x" * (20 * 2**20), routing_type="anycast")
+
+
+async def test_receive_batch_takes_what_has_arrived(conn):
+    q = uniq("batch")
+    s = await conn.session()
+    p = await s.create_producer(q)
+    for i in range(5):
+        await p.send_async(str(i).encode(), routing_type="anycast")
+    await p.flush()
+    c = await s.create_consumer(q)
+    got = []
+    while len(got) < 5:
+        batch = await c.receive_batch(3, timeout=5)
+        assert 1 <= len(batch) <= 3
+        got.extend(batch)
+    assert [m.body for m in got] == [b"0", b"1", b"2", b"3", b"4"]
+    assert await c.receive_batch(3, timeout=0.2) == []
