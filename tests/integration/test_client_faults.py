@@ -26,7 +26,7 @@ CLIENT = textwrap.dedent(
         c = await s.create_consumer(queue)
         got = [await c.receive(10) for _ in range(3)]
         got[0].ack()
-        await asyncio.sleep(0.2)  # let the ack leave before announcing
+        await s.create_producer("barrier")  # answered after the router processed the ack (one ordered stream)
         open(marker, "w").write(",".join(m.body.decode() for m in got))
         await asyncio.Event().wait()  # hold the rest, unacknowledged, until killed
 
