@@ -184,8 +184,14 @@ class Session:
 
     # ------------------------------------------------------------ API
 
+    def _flush_acks(self) -> None:
+        """Send pending acks now, so they reach the router before the next request."""
+        for c in self._consumers.values():
+            c._flush_acks()
+
     async def create_producer(self, address: str = "") -> Producer:
         """A producer; `address` is its default, a message's own address wins."""
+        self._flush_acks()
         pid = next(self._ids)
         fut = self._expect("producer_created", pid)
         p = Producer(self, pid, address, self.options)
@@ -208,6 +214,7 @@ class Session:
         A subscription with a `subscription` name is durable (it keeps
         messages while no consumer is attached); without one it is temporary.
         """
+        self._flush_acks()
         cid = next(self._ids)
         window = self.options.consumerWindowSize if window_size is None else window_size
         fut = self._expect("consumer_created", cid)
@@ -237,8 +244,7 @@ class Session:
     async def _tx(self, kind: str) -> None:
         for p in self._producers.values():
             p._flush()
-        for c in self._consumers.values():
-            c._flush_acks()
+        self._flush_acks()
         rid = next(self._ids)
         fut = self._expect("tx_result", rid)
         self.write(bpb.SessionRequest(**{kind: bpb.TxRequest(request_id=rid)}))
@@ -252,8 +258,7 @@ class Session:
         if self._closed:
             return
         if self._failure is None:
-            for c in list(self._consumers.values()):
-                c._flush_acks()
+            self._flush_acks()
             for p in list(self._producers.values()):
                 try:
                     await p.flush()
