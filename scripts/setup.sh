@@ -2,6 +2,7 @@
 # Install whatever is missing to run meshmq from this checkout, and nothing else:
 #   - Debian packages: python3-venv (if venv is missing), openssl;
 #     with --test also PostgreSQL's server binaries (scripts/ensure_postgres.sh)
+#     and etcd (scripts/ensure_etcd.sh)
 #   - a virtualenv in .venv with meshmq installed in editable mode
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
@@ -56,4 +57,5 @@ fi
 
 if [[ $want_test -eq 1 ]]; then
     bash scripts/ensure_postgres.sh
+    bash scripts/ensure_etcd.sh
 fi

@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.fixtures.nodes", "tests.fixtures.postgres"]
+pytest_plugins = ["tests.fixtures.nodes", "tests.fixtures.postgres", "tests.fixtures.etcd"]

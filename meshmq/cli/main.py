@@ -52,11 +52,13 @@ def _serve(config, service: str, ready_file: str | None, quiet: bool) -> None:
         where = ", ".join(info["endpoints"])
         if service == "router":
             click.echo(f"meshmq router {info['name']} listening on {where} (node {info['node_id']}, journal {info['journal']})")
+        elif service == "discovery":
+            click.echo(f"meshmq discovery listening on {where} ({info['backend']}, cluster {info['cluster_name']})")
         else:
             click.echo(f"meshmq journal listening on {where} (store {info['store']})")
         sys.stdout.flush()
 
-    runner = hosting.run_router if service == "router" else hosting.run_journal
+    runner = {"router": hosting.run_router, "journal": hosting.run_journal, "discovery": hosting.run_discovery}[service]
     try:
         _run(runner(config, ready_file=ready_file, on_ready=announce))
     except Exception as exc:  # start-up failures and halts: say what, not a traceback
@@ -118,6 +120,15 @@ def serve_router(config_path, ready_file, quiet) -> None:
 def serve_journal(config_path, ready_file, quiet) -> None:
     """The journal service alone, listening on journal.listen."""
     _serve(_load(config_path), "journal", ready_file, quiet)
+
+
+@serve.command("discovery")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--ready-file", type=click.Path(dir_okay=False))
+@click.option("--quiet", is_flag=True)
+def serve_discovery(config_path, ready_file, quiet) -> None:
+    """The discovery service alone, listening on discovery.listen."""
+    _serve(_load(config_path), "discovery", ready_file, quiet)
 
 
 @main.group()

@@ -58,6 +58,27 @@ JOURNAL_LISTEN_PORT: Final = 61626
 # journal.ssl-enabled: the router talks TLS to a remote journal.
 JOURNAL_SSL_ENABLED: Final = False
 
+# --- discovery (broadcast-groups, discovery-groups, the discovery service) ---
+
+# broadcast-groups.*.broadcast-period: ms between keep-alives of the node's etcd lease (Artemis default).
+BROADCAST_PERIOD: Final = 2000
+# discovery-groups.*.refresh-timeout: the lease TTL, ms after the last keep-alive a node vanishes (Artemis default).
+REFRESH_TIMEOUT: Final = 10000
+# discovery-groups.*.initial-wait-timeout: ms to wait for the first topology, or for etcd at start (Artemis initialWaitTimeout).
+INITIAL_WAIT_TIMEOUT: Final = 10000
+# discovery-groups.*.cluster-name: nodes see each other when they share it (meshmq; the etcd key namespace).
+CLUSTER_NAME: Final = "meshmq"
+# discovery-groups.*.etcd.endpoints: etcd's own default client URL.
+ETCD_ENDPOINT: Final = "127.0.0.1:2379"
+# discovery-groups.*.etcd.key-prefix: announcements live under <key-prefix>/<cluster-name>/nodes/.
+ETCD_KEY_PREFIX: Final = "/meshmq"
+# etcd's smallest lease TTL with its default --election-timeout; a smaller refresh-timeout is refused.
+ETCD_MIN_REFRESH_TIMEOUT: Final = 2000
+# discovery.listen.host: interface `meshmq serve discovery` binds.
+DISCOVERY_LISTEN_HOST: Final = "127.0.0.1"
+# discovery.listen.port: the discovery service's port.
+DISCOVERY_LISTEN_PORT: Final = 61636
+
 # --- addresses -------------------------------------------------------------
 
 # addresses.<name>.<routing-type>[].durable: queues survive a restart.

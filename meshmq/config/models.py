@@ -23,6 +23,7 @@ key and line.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -327,6 +328,207 @@ class User(_Model):
     password: NonEmptyStr
 
 
+# --- discovery (broadcast-groups, discovery-groups, discovery) -------------
+
+# Artemis's UDP and JGroups keys: meshmq replaces both with etcd.
+_MULTICAST_KEYS = ("group-address", "group-port", "local-bind-address", "local-bind-port", "jgroups-file",
+                   "jgroups-channel", "jgroups-properties")
+_SOURCES = ("etcd", "discovery-service", "static-connectors")
+
+Millis = Annotated[int, Field(gt=0)]
+
+
+def _refuse_multicast_keys(data: Any) -> Any:
+    if isinstance(data, dict):
+        issues: list[tuple[RelPath, str]] = [
+            ((key,), f"{key} configures UDP multicast or JGroups, which meshmq replaces with etcd: "
+                     "use etcd.endpoints (or static-connectors where there is no etcd)")
+            for key in _MULTICAST_KEYS if key in data
+        ]
+        _raise_issues(issues)
+    return data
+
+
+def valid_name_segment(value: str, what: str) -> str:
+    """A node id or cluster name becomes one segment of an etcd key."""
+    if not value or len(value) > 200 or "/" in value or not value.isprintable() or value != value.strip():
+        raise ValueError(f"{what} {value!r} must be 1 to 200 printable characters without '/' or surrounding spaces")
+    return value
+
+
+def normalize_endpoint(value: str) -> str:
+    """``host:port``; an etcd URL (``http://host:port``) is accepted too."""
+    if value.startswith("https://"):
+        raise ValueError(
+            f"{value}: TLS to etcd is not supported yet (the etcd client opens plaintext channels); "
+            "keep etcd on loopback or a private network and use http://"
+        )
+    value = value.removeprefix("http://").rstrip("/")
+    parse_host_port(value)
+    return value
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+class EtcdSettings(_Model):
+    """Where the etcd cluster is (each entry one member's client URL)."""
+
+    endpoints: Annotated[tuple[NonEmptyStr, ...], Field(min_length=1)] = (defaults.ETCD_ENDPOINT,)
+    key_prefix: NonEmptyStr = defaults.ETCD_KEY_PREFIX
+
+    @field_validator("endpoints")
+    @classmethod
+    def _check_endpoints(cls, endpoints: tuple[str, ...]) -> tuple[str, ...]:
+        normalized = tuple(normalize_endpoint(e) for e in endpoints)
+        if len(normalized) > 1:
+            hosts = [parse_host_port(e)[0] for e in normalized]
+            if not all(_is_ip(h) for h in hosts):
+                raise ValueError("with several endpoints give IP addresses (a single host name may resolve to several)")
+            if len({":" in h for h in hosts}) > 1:
+                raise ValueError("mixes IPv4 and IPv6 addresses; use one family")
+        return normalized
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _check_prefix(cls, value: str) -> str:
+        if not value.startswith("/") or value.endswith("/") or "//" in value:
+            raise ValueError(f"{value!r}: expected a path like /meshmq (leading '/', no trailing '/')")
+        return value
+
+
+class DiscoveryGroup(_Model):
+    """Where a node learns the topology from (broker.xml ``<discovery-group>``):
+    exactly one of etcd, discovery-service or static-connectors."""
+
+    etcd: EtcdSettings | None = None
+    # host:port of `meshmq serve discovery`; the service then holds this node's lease.
+    discovery_service: str | None = None
+    # The Artemis static-connectors case: a fixed list, for networks without etcd.
+    static_connectors: tuple[NonEmptyStr, ...] | None = None
+    cluster_name: NonEmptyStr = defaults.CLUSTER_NAME
+    refresh_timeout: Millis = defaults.REFRESH_TIMEOUT
+    initial_wait_timeout: Annotated[int, Field(ge=0)] = defaults.INITIAL_WAIT_TIMEOUT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_multicast(cls, data: Any) -> Any:
+        return _refuse_multicast_keys(data)
+
+    @field_validator("discovery_service")
+    @classmethod
+    def _check_service(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_host_port(value)
+        return value
+
+    @field_validator("static_connectors")
+    @classmethod
+    def _check_static(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None:
+            for connector in value:
+                parse_host_port(connector)
+        return value
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _check_cluster(cls, value: str) -> str:
+        return valid_name_segment(value, "cluster-name")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DiscoveryGroup:
+        given = [key for key in _SOURCES if getattr(self, key.replace("-", "_")) is not None]
+        issues: list[tuple[RelPath, str]] = []
+        if not given:
+            issues.append(((), "give one of etcd, discovery-service or static-connectors"))
+        for key in given[1:]:
+            issues.append(((key,), f"{given[0]} and {key} are exclusive (as UDP and JGroups are in Artemis): "
+                                   "a discovery group has one source"))
+        if self.etcd is not None and self.refresh_timeout < defaults.ETCD_MIN_REFRESH_TIMEOUT:
+            issues.append((("refresh-timeout",), f"{self.refresh_timeout} ms is below etcd's smallest lease TTL "
+                                                 f"({defaults.ETCD_MIN_REFRESH_TIMEOUT} ms), which etcd would use instead"))
+        _raise_issues(issues)
+        return self
+
+    @property
+    def source(self) -> Literal["etcd", "discovery-service", "static-connectors"]:
+        return next(k for k in _SOURCES if getattr(self, k.replace("-", "_")) is not None)
+
+
+class BroadcastGroup(_Model):
+    """How this node announces itself (broker.xml ``<broadcast-group>``)."""
+
+    discovery_group_ref: NonEmptyStr
+    broadcast_period: Millis = defaults.BROADCAST_PERIOD
+    # An acceptor's name: the connector announced is where it listens. Default: the first acceptor.
+    connector_ref: NonEmptyStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_multicast(cls, data: Any) -> Any:
+        return _refuse_multicast_keys(data)
+
+
+class DiscoveryListen(Listener):
+    """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
+
+    host: NonEmptyStr = defaults.DISCOVERY_LISTEN_HOST
+    port: Port = defaults.DISCOVERY_LISTEN_PORT
+
+
+class DiscoveryService(_Model):
+    """The ``discovery`` key: the discovery service's own settings."""
+
+    listen: DiscoveryListen = Field(default_factory=DiscoveryListen)
+    # The discovery group the service serves; default: the only one configured.
+    discovery_group_ref: NonEmptyStr | None = None
+
+
+def discovery_issues(
+    discovery_groups: dict[str, DiscoveryGroup],
+    broadcast_groups: dict[str, BroadcastGroup],
+    discovery: DiscoveryService,
+    acceptor_names: list[str] | None,
+) -> list[tuple[RelPath, str]]:
+    """Checks across keys, with paths from the top of the file (for a
+    `BrokerConfig` model validator). `acceptor_names` None skips connector-ref."""
+    issues: list[tuple[RelPath, str]] = []
+    have = ", ".join(discovery_groups) or "none"
+    for name, bg in broadcast_groups.items():
+        here = ("broadcast-groups", name)
+        ref = bg.discovery_group_ref
+        group = discovery_groups.get(ref)
+        if group is None:
+            issues.append((here + ("discovery-group-ref",), f"no discovery group named {ref!r} (have: {have})"))
+        elif group.static_connectors is not None:
+            issues.append((here + ("discovery-group-ref",),
+                           f"discovery group {ref!r} uses static-connectors, which cannot be announced to: use an "
+                           "etcd discovery group, or drop this broadcast group and list the node in static-connectors"))
+        elif bg.broadcast_period >= group.refresh_timeout:
+            issues.append((here + ("broadcast-period",),
+                           f"{bg.broadcast_period} ms must be less than the refresh-timeout of discovery group "
+                           f"{ref!r} ({group.refresh_timeout} ms), or the node vanishes between keep-alives; "
+                           "Artemis advises several broadcast periods per refresh-timeout"))
+        if acceptor_names is not None and bg.connector_ref is not None and bg.connector_ref not in acceptor_names:
+            issues.append((here + ("connector-ref",),
+                           f"no acceptor named {bg.connector_ref!r} (have: {', '.join(acceptor_names) or 'none'})"))
+    ref = discovery.discovery_group_ref
+    if ref is not None:
+        group = discovery_groups.get(ref)
+        where = ("discovery", "discovery-group-ref")
+        if group is None:
+            issues.append((where, f"no discovery group named {ref!r} (have: {have})"))
+        elif group.discovery_service is not None:
+            issues.append((where, f"discovery group {ref!r} points at another discovery service; "
+                                  "the service needs a group with etcd or static-connectors"))
+    return issues
+
+
 # --- the node --------------------------------------------------------------
 
 
@@ -351,6 +553,13 @@ class BrokerConfig(_Model):
     address_settings: Annotated[dict[MatchString, AddressSettings], BeforeValidator(_none_values_to_empty)] = Field(
         default_factory=dict
     )
+    discovery_groups: Annotated[dict[NonEmptyStr, DiscoveryGroup], BeforeValidator(_none_values_to_empty)] = Field(
+        default_factory=dict
+    )
+    broadcast_groups: Annotated[dict[NonEmptyStr, BroadcastGroup], BeforeValidator(_none_values_to_empty)] = Field(
+        default_factory=dict
+    )
+    discovery: DiscoveryService = Field(default_factory=DiscoveryService)
 
     @field_validator("data_directory")
     @classmethod
@@ -407,6 +616,12 @@ class BrokerConfig(_Model):
                         seen[queue.name] = format_key_path(("addresses", address_name, kind, index))
         _raise_issues(issues)
         return addresses
+
+    @model_validator(mode="after")
+    def _check_discovery(self) -> BrokerConfig:
+        acceptors = [a.name for a in self.acceptors]
+        _raise_issues(discovery_issues(self.discovery_groups, self.broadcast_groups, self.discovery, acceptors))
+        return self
 
     @model_validator(mode="after")
     def _check_security(self) -> BrokerConfig:

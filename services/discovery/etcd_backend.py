@@ -99,7 +99,8 @@ def _is_unavailable(exc: BaseException) -> bool:
     if isinstance(exc, _UNAVAILABLE):
         return True
     cause = exc.__cause__
-    return isinstance(exc, aetcd.ClientError) and isinstance(cause, grpc.aio.AioRpcError) and cause.code() in _UNAVAILABLE_CODES
+    return (isinstance(exc, aetcd.ClientError) and isinstance(cause, grpc.aio.AioRpcError)
+            and cause.code() in _UNAVAILABLE_CODES)
 
 
 def _lease_not_found(exc: BaseException) -> bool:
@@ -244,7 +245,9 @@ class EtcdBackend:
                     )
                     yield dpb.WatchNodesResponse(event=dpb.NodeEvent(kind=dpb.NODE_DOWN, node=node))
         except aetcd.RevisionCompactedError as exc:
-            raise DiscoveryUnavailableError(f"{self.description}: watch fell behind compaction ({exc}); listing again") from None
+            raise DiscoveryUnavailableError(
+                f"{self.description}: watch fell behind compaction ({exc}); listing again"
+            ) from None
         except Exception as exc:
             if not _is_unavailable(exc):
                 raise
@@ -285,6 +288,7 @@ class EtcdRegistration:
         t = b.client.transactions
         while True:
             lease = await b.call("grant lease", b.client.lease, self.ttl_s)
+            self._check_granted(lease.ttl)
             created, responses = await b.call(
                 "announce", b.client.transaction,
                 compare=[t.version(key) == 0], success=[t.put(key, value, lease.id)], failure=[t.get(key)],
@@ -310,6 +314,16 @@ class EtcdRegistration:
             await b.revoke_quietly(lease.id)
             if held is not None:
                 await self._wait_for_lapse(held, holder)
+
+    def _check_granted(self, granted_s: int) -> None:
+        """etcd raises a TTL below its minimum (1.5 election timeouts) without saying so."""
+        if granted_s > self.ttl_s and self.lease_ttl_ms != granted_s * 1000:
+            log.warning(
+                "etcd granted node %s a lease of %d s instead of %d s (its minimum TTL, from its --election-timeout): "
+                "the node vanishes that long after its last keep-alive, not after refresh-timeout",
+                self.node.node_id, granted_s, self.ttl_s,
+            )
+        self.lease_ttl_ms = max(granted_s, 1) * 1000
 
     async def _wait_for_lapse(self, held, holder: dpb.ClusterNode | None) -> None:
         """Another instance holds the node id. If it is this node's previous

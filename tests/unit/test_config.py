@@ -266,7 +266,7 @@ BAD_INPUTS = [
         "name: a\nfoo-bar-baz: 1\n",
         "node.yaml:2: foo-bar-baz: unknown key (expected one of: name, persistence-enabled, data-directory, "
         "id-cache-size, persist-id-cache, message-expiry-scan-period, security-enabled, users, acceptors, "
-        "journal, addresses, address-settings)",
+        "journal, addresses, address-settings, discovery-groups, broadcast-groups, discovery)",
         id="unknown-key-no-suggestion",
     ),
     pytest.param(

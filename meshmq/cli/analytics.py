@@ -1,0 +1,193 @@
+"""`meshmq analytics`: Spark reports over the journal store (spark/, docs/analytics.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from pathlib import Path
+
+import click
+
+
+def _fail(message: str) -> None:
+    from meshmq.cli.main import _fail as fail
+
+    fail(message)
+
+
+def _parse_conf(items: tuple[str, ...]) -> dict[str, str]:
+    conf = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            _fail(f"--conf {item!r}: expected KEY=VALUE (a Spark setting)")
+        conf[key.strip()] = value
+    return conf
+
+
+class _StageWatcher:
+    """Shows what Spark is doing (stage and task counts) beside the report's step."""
+
+    PERIOD_S = 0.25
+
+    def __init__(self, spark, on_status) -> None:
+        self._tracker = spark.sparkContext.statusTracker()
+        self._on_status = on_status
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="spark-progress", daemon=True)
+
+    def __enter__(self) -> _StageWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.PERIOD_S):
+            try:
+                stages = [self._tracker.getStageInfo(i) for i in self._tracker.getActiveStageIds()]
+            except Exception:  # noqa: BLE001 - the session is stopping
+                return
+            parts = [
+                f"stage {s.stageId}: {s.numCompletedTasks}/{s.numTasks} tasks" for s in stages if s is not None
+            ]
+            self._on_status("  ".join(parts[:3]))
+
+
+@click.group()
+def analytics() -> None:
+    """Reports over the journal store, computed by Spark."""
+
+
+@analytics.command("report")
+@click.option("--store", "stores", multiple=True, required=True, metavar="URL",
+              help="A node's journal store, as the broker names it: sqlite:////abs/journal.db or "
+                   "postgresql://user@host:port/db. Repeat for each node of a cluster.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for report.html, summary.json, charts/ and parquet/.")
+@click.option("--master", default="local[*]", show_default=True,
+              help="Spark master: local[*] runs in this process; spark://host:7077 (or yarn, k8s://...) a cluster.")
+@click.option("--since", default=None, help="Window start: ISO 8601 (2026-05-01T12:00Z), 2h (ago), now, or epoch ms.")
+@click.option("--until", default=None, help="Window end (exclusive), same forms. Default: the last event.")
+@click.option("--partitions", type=click.IntRange(min=1), default=None,
+              help="JDBC partitions (parallel connections) per store for the large tables. Default: 2 × Spark's cores.")
+@click.option("--max-offenders", default=1000, show_default=True, type=click.IntRange(min=0),
+              help="Audit offenders listed in summary.json (all are in parquet/audit_offenders).")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Extra Spark setting (repeatable).")
+def report(stores, out_dir, master, since, until, partitions, max_offenders, confs) -> None:
+    """Throughput, latency, distribution over nodes, backlog, and an exactly-once audit.
+
+    Reads the event log and live tables of each --store through JDBC (drivers
+    from Debian's libxerial-sqlite-jdbc-java / libpostgresql-jdbc-java), and
+    writes Parquet tables, a JSON summary, PNG charts and one self-contained
+    HTML page to --out.
+    """
+    from spark.errors import AnalyticsError
+
+    conf = _parse_conf(confs)
+    try:
+        summary = _report(list(stores), Path(out_dir), master, since, until, partitions, max_offenders, conf)
+    except AnalyticsError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        click.secho("interrupted", fg="yellow", err=True)
+        sys.exit(130)
+    _print_summary(summary)
+
+
+def _report(stores, out: Path, master, since, until, partitions, max_offenders, conf) -> dict:
+    from rich.console import Console
+
+    from spark.errors import AnalyticsError
+    from spark.jdbc import parse_store_url
+    from spark.window import parse_window
+
+    # Everything that can be checked without Spark is checked first: starting it takes seconds.
+    window = parse_window(since, until)
+    parsed = [parse_store_url(url) for url in stores]
+    for store in parsed:
+        if store.backend == "sqlite" and not Path(store.path).is_file():
+            raise AnalyticsError(f"store {store.display} cannot be opened: no such file")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AnalyticsError(f"--out {out}: {exc.strerror}") from None
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise AnalyticsError("pyspark is not installed: pip install 'meshmq[analytics]'") from None
+
+    from spark.report import run_report
+    from spark.session import start_session, stop_session
+
+    console = Console(stderr=True)
+    with _progress(console) as (show_step, show_spark):
+        show_step(f"starting Spark ({master})")
+        # A session already running in this process (an embedding program, the tests) is used, not stopped.
+        spark = SparkSession.getActiveSession()
+        owned = spark is None
+        if owned:
+            spark = start_session(master, backends=[s.backend for s in parsed], log_path=out / "spark.log",
+                                  conf=conf)
+        try:
+            with _StageWatcher(spark, show_spark):
+                return run_report(
+                    spark, parsed, out, window=window, partitions=partitions, offenders_limit=max_offenders,
+                    on_step=show_step,
+                )
+        finally:
+            if owned:
+                show_step("stopping Spark")
+                stop_session(spark)
+
+
+@contextlib.contextmanager
+def _progress(console):
+    """(show_step, show_spark): a live spinner with Spark's stage progress on a
+    terminal; elsewhere (CI logs, pipes) one plain line per step."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    if not console.is_terminal:
+        started = time.monotonic()
+
+        def line(step: str) -> None:
+            console.print(f"analytics: {step} [{time.monotonic() - started:.1f} s]", highlight=False, markup=False)
+
+        yield line, lambda _text: None
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("[dim]{task.fields[spark]}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("", spark="")
+        yield (lambda step: progress.update(task, description=step, spark="")), (
+            lambda text: progress.update(task, spark=text))
+
+
+def _print_summary(s: dict) -> None:
+    w, t, a = s["window"], s["totals"], s["audit"]
+    lat = s["latency_ms"]["all"]
+    click.echo(f"report: {s['outputs']['html']}")
+    click.echo(f"  window   {w['since']} .. {w['until']} ({w['seconds']:,.1f} s), {len(s['nodes'])} node(s), "
+               f"{s['events_in_window']:,} events")
+    click.echo(f"  messages {t['enqueued']:,} enqueued, {t['acknowledged']:,} acknowledged, {t['expired']:,} expired, "
+               f"{t['dead_lettered']:,} dead-lettered")
+    if lat:
+        click.echo(f"  latency  p50 {lat['p50_ms']:,.0f} ms, p90 {lat['p90_ms']:,.0f} ms, p99 {lat['p99_ms']:,.0f} ms, "
+                   f"max {lat['max_ms']:,} ms")
+    waiting = sum(b["messages"] for b in s["backlog"])
+    click.echo(f"  backlog  {waiting:,} message(s) waiting in {sum(1 for b in s['backlog'] if b['messages'])} queue(s)")
+    nf = a["never_by_fate"]
+    click.echo(f"  audit    {a['produced']:,} produced: {a['exactly_once']:,} acknowledged exactly once, "
+               f"{a['more_than_once']:,} more than once, {a['never']:,} never ({nf['unaccounted']:,} unaccounted)")
+    for note in s.get("notes", []):
+        click.secho(f"  note: {note}", fg="yellow")
+    click.echo(f"  done in {s['elapsed_s']:.1f} s ({s['partitions']} JDBC partition(s) per store)")
+
+
+if __name__ == "__main__":  # usable before it is wired into `meshmq`: python -m meshmq.cli.analytics report ...
+    analytics()
