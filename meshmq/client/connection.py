@@ -7,7 +7,7 @@ import logging
 
 import grpc
 
-from meshmq.errors import ConnectionFailedError, from_rpc_error
+from meshmq.errors import ConnectionFailedError, MeshMQError, from_rpc_error
 from meshmq.journal_client import channel_options
 from meshmq.limits import MAX_CLIENT_FRAME
 from meshmq.tls import channel_credentials
@@ -24,6 +24,11 @@ log = logging.getLogger("meshmq.client")
 
 _ROUTING = {"anycast": mpb.ANYCAST, "multicast": mpb.MULTICAST}
 _OPTIONS = channel_options(max_send=MAX_CLIENT_FRAME)
+
+
+def _server(connector: str) -> Server:
+    host, _, port = connector.rpartition(":")
+    return Server(host.strip("[]"), int(port))
 
 
 class _Node:
@@ -72,12 +77,43 @@ class Connection:
             node = self._nodes[server.target] = _Node(server, self.uri.options)
         return node
 
+    async def _discover(self) -> tuple[Server, ...]:
+        """The nodes announced in etcd right now (discovery serves the first contact only)."""
+        from meshmq.config.models import DiscoveryGroup, EtcdSettings
+        from meshmq.discovery_client import TopologyWatcher
+        from services.discovery.core import DiscoveryCore  # hosted in-process, as the router hosts it
+
+        d = self.uri.discovery
+        group = DiscoveryGroup(
+            etcd=EtcdSettings(endpoints=d.endpoints),
+            cluster_name=d.cluster_name,
+            refresh_timeout=d.refresh_timeout,
+            initial_wait_timeout=d.initial_wait_timeout,
+        )
+        core = DiscoveryCore.for_group(group)
+        watcher = TopologyWatcher(
+            core, d.cluster_name, refresh_timeout_ms=d.refresh_timeout, initial_wait_timeout_ms=d.initial_wait_timeout
+        )
+        watcher.start()
+        try:
+            nodes = await watcher.wait_ready(1, d.initial_wait_timeout)
+        except MeshMQError as exc:
+            raise ConnectionFailedError(
+                f"no meshmq node found in cluster {d.cluster_name!r} at etcd {','.join(d.endpoints)} "
+                f"within initialWaitTimeout={d.initial_wait_timeout} ms: {exc}"
+            ) from None
+        finally:
+            await watcher.close()
+            await core.close()
+        return tuple(sorted((_server(n.connector) for n in nodes), key=lambda s: s.target))
+
     async def _first_contact(self) -> None:
         opts = self.uri.options
+        servers = self.uri.servers or await self._discover()
         delay = opts.retryInterval / 1000
         errors = []
         for attempt in range(opts.initialConnectAttempts):
-            for server in self.uri.servers:
+            for server in servers:
                 admin = Admin(self._node(server).management, self._metadata, opts.callTimeout / 1000)
                 try:
                     self.node = await admin.node_info()
@@ -91,26 +127,38 @@ class Connection:
                 await asyncio.sleep(delay)
                 delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
         await self._close_channels()
-        tried = "; ".join(errors[-len(self.uri.servers):])
+        tried = "; ".join(errors[-len(servers):])
         raise ConnectionFailedError(f"cannot reach a meshmq router ({tried})")
 
     async def _watch_topology(self, node: _Node) -> None:
-        """Keep `topology` current from the node's pushes; the last known list stays on failure."""
-        try:
-            async for snapshot in node.management.WatchTopology(mgpb.WatchTopologyRequest(), metadata=self._metadata):
-                members = []
-                for m in snapshot.members:
-                    host, _, port = m.connector.rpartition(":")
-                    members.append(Server(host.strip("[]"), int(port)))
-                self.topology = members
-                self._topology_changed.set()
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.CANCELLED:
+        """Keep `topology` current from a node's pushes.
+
+        When that node goes away, the last known topology stays in use and the
+        watch moves to another member of it, after retryInterval (growing by
+        retryIntervalMultiplier up to maxRetryInterval).
+        """
+        opts = self.uri.options
+        delay = opts.retryInterval / 1000
+        while True:
+            try:
+                async for snapshot in node.management.WatchTopology(mgpb.WatchTopologyRequest(), metadata=self._metadata):
+                    self.topology = [_server(m.connector) for m in snapshot.members]
+                    self._topology_changed.set()
+                    delay = opts.retryInterval / 1000
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.CANCELLED:
+                    return
                 log.info("topology updates from %s stopped: %s", node.server.target, exc.code().name)
+            others = [s for s in self.topology if s.target != node.server.target] or list(self.uri.servers)
+            if not others:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
+            node = self._node(others[0])
 
     def candidates(self) -> list[Server]:
         """The servers the next session may go to."""
-        if self.uri.options.useTopologyForLoadBalancing and self.topology:
+        if (self.uri.options.useTopologyForLoadBalancing or not self.uri.servers) and self.topology:
             return self.topology
         return list(self.uri.servers)
 

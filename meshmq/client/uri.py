@@ -3,6 +3,10 @@
 * one server: `meshmq://[user:password@]host[:port][?option=value&...]`
 * a static list sharing options (Artemis/ActiveMQ bracket syntax):
   `(meshmq://h1:61616,meshmq://h2:61617)?reconnectAttempts=5`
+* discovery through etcd, for the first contact only:
+  `meshmq+etcd://127.0.0.1:2379[,h2:2379]/cluster-name?initialWaitTimeout=10000&refreshTimeout=10000`
+* the ActiveMQ form, where options the discovery layer does not know apply to
+  the discovered transports: `discovery://(etcd://127.0.0.1:2379/cluster-name?refreshTimeout=10000)?consumerWindowSize=0`
 
 Option names follow Artemis's connector URI parameters where one exists
 (consumerWindowSize, confirmationWindowSize, minLargeMessageSize,
@@ -72,9 +76,26 @@ class Server:
 
 
 @dataclass(frozen=True)
+class EtcdDiscovery:
+    """Where to find the cluster's announcements (seeds/000 "Server discovery")."""
+
+    endpoints: tuple[str, ...]
+    cluster_name: str
+    # How long connect() waits for the first node to show up (Artemis initialWaitTimeout).
+    initial_wait_timeout: int = 10000
+    # Announcements older than this are ignored (Artemis refreshTimeout).
+    refresh_timeout: int = 10000
+
+
+_DISCOVERY_OPTIONS = {"initialWaitTimeout": "initial_wait_timeout", "refreshTimeout": "refresh_timeout"}
+
+
+@dataclass(frozen=True)
 class ParsedURI:
     servers: tuple[Server, ...]
     options: ClientOptions = field(default_factory=ClientOptions)
+    # Set for meshmq+etcd:// and discovery:// URIs: servers is then empty until discovered.
+    discovery: EtcdDiscovery | None = None
 
 
 def _convert(name: str, raw: str):
@@ -143,11 +164,63 @@ def _parse_server(uri: str, whole: str) -> tuple[Server, str, str, str]:
     return Server(host, port or DEFAULT_PORT), parts.query, unquote(parts.username or ""), unquote(parts.password or "")
 
 
+def _parse_etcd(uri: str, whole: str) -> tuple[EtcdDiscovery, str]:
+    """`etcd://h:p[,h:p]/cluster?discovery-options` -> (discovery, the query's other options)."""
+    parts = urlsplit(uri)
+    if not parts.netloc:
+        raise InvalidRequestError(f"no etcd endpoint in {whole!r}; expected etcd://host:2379/cluster-name")
+    endpoints = tuple(e.strip() for e in parts.netloc.split(",") if e.strip())
+    for e in endpoints:
+        host, sep, port = e.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise InvalidRequestError(f"bad etcd endpoint {e!r} in {whole!r}; expected host:port")
+    cluster = parts.path.strip("/")
+    if not cluster or "/" in cluster:
+        raise InvalidRequestError(f"{whole!r} names no cluster; expected etcd://host:2379/cluster-name")
+    values, rest = {}, []
+    for key, raw in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _DISCOVERY_OPTIONS:
+            if not raw.lstrip("-").isdigit():
+                raise InvalidRequestError(f"URI option {key}={raw!r}: expected an integer (ms)")
+            values[_DISCOVERY_OPTIONS[key]] = int(raw)
+        else:
+            rest.append(f"{key}={raw}")
+    found = EtcdDiscovery(endpoints, cluster, **values)
+    if found.initial_wait_timeout < 0:
+        raise InvalidRequestError("URI option initialWaitTimeout must not be negative")
+    if found.refresh_timeout < 2000:
+        raise InvalidRequestError("URI option refreshTimeout must be at least 2000 ms (etcd's smallest lease)")
+    return found, "&".join(rest)
+
+
+def _parse_discovery(text_: str, whole: str) -> ParsedURI:
+    if text_.startswith("meshmq+etcd://"):
+        found, query = _parse_etcd("etcd://" + text_[len("meshmq+etcd://") :], whole)
+        return ParsedURI((), parse_options(query), found)
+    inner = text_[len("discovery://") :]
+    if not inner.startswith("(") or ")" not in inner:
+        raise InvalidRequestError(f"expected discovery://(etcd://host:2379/cluster-name)?options, got {whole!r}")
+    close = inner.rfind(")")
+    agent, rest = inner[1:close], inner[close + 1 :]
+    if not agent.startswith("etcd://"):
+        raise InvalidRequestError(f"unsupported discovery agent in {whole!r}; meshmq discovers through etcd://")
+    if rest and not rest.startswith("?"):
+        raise InvalidRequestError(f"unexpected {rest!r} after the discovery agent in {whole!r}")
+    found, agent_rest = _parse_etcd(agent, whole)
+    if agent_rest:
+        raise InvalidRequestError(
+            f"transport options inside the discovery agent of {whole!r} ({agent_rest}): put them after the parenthesis"
+        )
+    return ParsedURI((), parse_options(rest[1:]), found)
+
+
 def parse_uri(uri: str) -> ParsedURI:
-    """Parse a meshmq URI (one server or a bracketed list); InvalidRequestError says what is wrong."""
+    """Parse a meshmq URI (one server, a bracketed list, or discovery); InvalidRequestError says what is wrong."""
     if not isinstance(uri, str) or not uri.strip():
         raise InvalidRequestError("empty connection URI; expected meshmq://host:port")
     text_ = uri.strip()
+    if text_.startswith(("meshmq+etcd://", "discovery://")):
+        return _parse_discovery(text_, uri)
     if text_.startswith("("):
         close = text_.find(")")
         if close < 0:
