@@ -2,7 +2,8 @@
 # Install whatever is missing to run meshmq from this checkout, and nothing else:
 #   - Debian packages: python3-venv (if venv is missing), openssl;
 #     with --test also PostgreSQL's server binaries (scripts/ensure_postgres.sh)
-#     and etcd (scripts/ensure_etcd.sh)
+#     and etcd (scripts/ensure_etcd.sh), Java 17 and the JDBC driver jars for
+#     Spark (scripts/ensure_spark.sh)
 #   - a virtualenv in .venv with meshmq installed in editable mode
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
@@ -58,4 +59,5 @@ fi
 if [[ $want_test -eq 1 ]]; then
     bash scripts/ensure_postgres.sh
     bash scripts/ensure_etcd.sh
+    bash scripts/ensure_spark.sh
 fi

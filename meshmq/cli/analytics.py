@@ -69,7 +69,7 @@ def analytics() -> None:
                    "postgresql://user@host:port/db. Repeat for each node of a cluster.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for report.html, summary.json, charts/ and parquet/.")
-@click.option("--master", default="local[*]", show_default=True,
+@click.option("--master", default="local[*]", show_default=True, metavar="URL",
               help="Spark master: local[*] runs in this process; spark://host:7077 (or yarn, k8s://...) a cluster.")
 @click.option("--since", default=None, help="Window start: ISO 8601 (2026-05-01T12:00Z), 2h (ago), now, or epoch ms.")
 @click.option("--until", default=None, help="Window end (exclusive), same forms. Default: the last event.")

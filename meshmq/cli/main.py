@@ -341,9 +341,11 @@ def queue_purge(name, url) -> None:
     _run(go())
 
 
+from meshmq.cli.analytics import analytics  # noqa: E402  (registers the analytics group)
 from meshmq.cli.perf import perf  # noqa: E402  (registers the perf group)
 
 main.add_command(perf)
+main.add_command(analytics)
 
 if __name__ == "__main__":
     main()

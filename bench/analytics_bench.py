@@ -1,0 +1,270 @@
+"""The analytics report on a large store: partitioned JDBC reads against one connection.
+
+Fills a journal store (created by the journal's own code, so the schema is
+the real one) with at least --events synthetic events of a realistic mix —
+enqueue then acknowledge for most messages, some redelivered, expired,
+dead-lettered or still waiting, a few doctored for the audit — then runs the
+whole report (spark.report.run_report) with --partitions JDBC partitions and
+with one, alternating, --repeat times each after one warm-up run, and prints
+the best time of each mode, for reading the event log and for the whole
+report, and their ratio. Both modes must produce the same figures; the
+script checks that, and that they equal what it generated.
+
+    .venv/bin/python bench/analytics_bench.py                      # SQLite, 1,000,000 events
+    .venv/bin/python bench/analytics_bench.py --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/bench_db
+    .venv/bin/python bench/analytics_bench.py --events 200000 --repeat 1 --json
+
+--pg-url names an empty database that the script may fill (it is not dropped);
+the temporary work directory (SQLite store, reports, spark.log) is removed
+unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+ADDRESSES = ("orders.eu", "orders.us", "orders.apac", "payments", "invoices", "audit.log", "notifications", "metrics")
+SPAN_MS = 10 * 60 * 1000  # the events cover ten minutes
+DUPLICATE_ACKS = (1_000, 2_000, 3_000)  # acknowledged twice
+LOST_ACKS = (4_000, 5_000)  # acknowledgement event missing, message not stored: UNACCOUNTED
+
+
+def generate(target_events: int, node_id: str, seed: int = 7):
+    """(events, waiting, expected): events as tuples in ts order, the messages
+    still waiting, and the counts a correct report must find."""
+    rnd = random.Random(seed)
+    n_messages = math.ceil(target_events / 2.02)
+    t0 = int(time.time() * 1000) - SPAN_MS - 60_000
+    events: list[tuple] = []
+    waiting: list[tuple] = []
+    expected = {"enqueued": 0, "acknowledged": 0, "redelivered": 0, "expired": 0, "dead_lettered": 0,
+                "waiting": 0, "more_than_once": 0, "unaccounted": 0}
+    mid = 0
+    while len(events) < target_events:
+        mid += 1
+        address = ADDRESSES[mid % len(ADDRESSES)]
+        msg_ts = t0 + (mid * SPAN_MS) // n_messages
+        size = rnd.randint(200, 2000)
+        events.append((node_id, "ENQUEUED", msg_ts, address, address, mid, size, 0, msg_ts))
+        expected["enqueued"] += 1
+        r = 1.0 if mid in DUPLICATE_ACKS else rnd.random()
+        if mid in LOST_ACKS:
+            expected["unaccounted"] += 1
+        elif r < 0.005:
+            events.append((node_id, "EXPIRED", msg_ts + 30_000, address, address, mid, size, 0, msg_ts))
+            expected["expired"] += 1
+        elif r < 0.007:
+            events.append((node_id, "DELIVERED", msg_ts + 50, address, address, mid, size, 2, msg_ts))
+            events.append((node_id, "DEAD_LETTERED", msg_ts + 100, address, address, mid, size, 2, msg_ts))
+            expected["redelivered"] += 1
+            expected["dead_lettered"] += 1
+        elif r < 0.010:
+            waiting.append((mid, address, size, msg_ts))
+            expected["waiting"] += 1
+        else:
+            count = 1
+            if r < 0.020:
+                count = 2
+                events.append((node_id, "DELIVERED", msg_ts + 40, address, address, mid, size, 2, msg_ts))
+                expected["redelivered"] += 1
+            latency = max(1, int(rnd.lognormvariate(math.log(20), 0.9)))
+            acks = 2 if mid in DUPLICATE_ACKS else 1
+            for k in range(acks):
+                events.append((node_id, "ACKNOWLEDGED", msg_ts + latency + k, address, address, mid, size, count,
+                               msg_ts))
+            expected["acknowledged"] += acks
+            expected["more_than_once"] += acks > 1
+    events.sort(key=lambda e: e[2])
+    expected["messages"] = mid
+    expected["events"] = len(events)
+    return events, waiting, expected
+
+
+def create_store(url: str) -> str:
+    """Schema, node id and version through the journal's own code; returns the node id."""
+    from services.journal.store import JournalStore
+
+    store = JournalStore(url)
+    node_id = store.open("bench").node_id
+    store.close()
+    return node_id
+
+
+QUEUES = [(i + 1, a, a, 1, "", True) for i, a in enumerate(ADDRESSES)]
+QUEUE_IDS = {a: i + 1 for i, a in enumerate(ADDRESSES)}
+EVENT_INSERT = ("INSERT INTO events (node_id, kind, ts, address, queue, message_id, size, delivery_count, message_ts) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def fill_sqlite(path: Path, events, waiting) -> None:
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("PRAGMA synchronous=OFF")
+        db.executemany(EVENT_INSERT, events)
+        db.executemany("INSERT INTO queues (queue_id, name, address, routing_type, filter, auto_created) "
+                       "VALUES (?, ?, ?, ?, ?, ?)", QUEUES)
+        db.executemany(
+            "INSERT INTO messages (message_id, address, size, timestamp, large, queue_id, delivery_count, data) "
+            "VALUES (?, ?, ?, ?, 0, ?, 0, x'')",
+            [(m, a, s, ts, QUEUE_IDS[a]) for m, a, s, ts in waiting],
+        )
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+
+
+def fill_postgres(url: str, events, waiting) -> None:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    with psycopg.connect(host=u.host or "localhost", port=u.port or 5432, user=u.username, password=u.password,
+                         dbname=u.database) as conn:
+        with conn.cursor() as cur:
+            with cur.copy("COPY events (node_id, kind, ts, address, queue, message_id, size, delivery_count, "
+                          "message_ts) FROM STDIN") as copy:
+                for e in events:
+                    copy.write_row(e)
+            cur.executemany("INSERT INTO queues (queue_id, name, address, routing_type, filter, auto_created) "
+                            "VALUES (%s, %s, %s, %s, %s, %s)", QUEUES)
+            cur.executemany(
+                "INSERT INTO messages (message_id, address, size, timestamp, large, queue_id, delivery_count, data) "
+                "VALUES (%s, %s, %s, %s, false, %s, 0, '')",
+                [(m, a, s, ts, QUEUE_IDS[a]) for m, a, s, ts in waiting],
+            )
+            cur.execute("ANALYZE")
+
+
+def run_once(spark, url: str, out: Path, partitions: int) -> tuple[float, float, dict]:
+    """(seconds reading the event log, seconds for the whole report, summary)."""
+    from spark.report import run_report
+
+    marks: dict[str, float] = {}
+    started = time.monotonic()
+
+    def mark(step: str) -> None:
+        marks[step.split(" (")[0]] = time.monotonic()
+
+    summary = run_report(spark, [url], out, partitions=partitions, on_step=mark)
+    total = time.monotonic() - started
+    read = marks["throughput"] - marks["reading events"]
+    return read, total, summary
+
+
+def figures(summary: dict) -> dict:
+    """What both modes must agree on."""
+    a = summary["audit"]
+    return {
+        **summary["totals"],
+        "produced": a["produced"], "exactly_once": a["exactly_once"], "more_than_once": a["more_than_once"],
+        "never_by_fate": a["never_by_fate"], "latency_p50": summary["latency_ms"]["all"]["p50_ms"],
+        "latency_p99": summary["latency_ms"]["all"]["p99_ms"], "backlog": sum(b["messages"] for b in summary["backlog"]),
+    }
+
+
+def check(expected: dict, got: dict) -> list[str]:
+    want = {
+        "enqueued": expected["enqueued"], "acknowledged": expected["acknowledged"],
+        "redelivered": expected["redelivered"], "expired": expected["expired"],
+        "dead_lettered": expected["dead_lettered"], "more_than_once": expected["more_than_once"],
+        "backlog": expected["waiting"],
+    }
+    problems = [f"{k}: report {got[k]}, generated {v}" for k, v in want.items() if got[k] != v]
+    fates = got["never_by_fate"]
+    for fate in ("waiting", "expired", "dead_lettered", "unaccounted"):
+        if fates[fate] != expected[fate]:
+            problems.append(f"never/{fate}: report {fates[fate]}, generated {expected[fate]}")
+    return problems
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000, help="at least this many events (default 1,000,000)")
+    ap.add_argument("--partitions", type=int, default=0, help="JDBC partitions for the partitioned runs (default 2 × cores)")
+    ap.add_argument("--repeat", type=int, default=2, help="timed runs of each mode (best is reported)")
+    ap.add_argument("--pg-url", help="fill this (empty) PostgreSQL database instead of a temporary SQLite file")
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory (store, reports, spark.log)")
+    args = ap.parse_args()
+
+    import pyspark
+
+    from spark.session import start_session, stop_session
+
+    work = Path(tempfile.mkdtemp(prefix="meshmq-analytics-bench-"))
+    url = args.pg_url or f"sqlite:///{work / 'journal.db'}"
+    t = time.monotonic()
+    node_id = create_store(url)
+    events, waiting, expected = generate(args.events, node_id)
+    (fill_postgres if args.pg_url else lambda u, e, w: fill_sqlite(work / "journal.db", e, w))(url, events, waiting)
+    fill_s = time.monotonic() - t
+    del events
+    say = (lambda *_a: None) if args.json else print
+    say(f"store: {'postgresql' if args.pg_url else 'sqlite'}, {expected['events']:,} events "
+        f"({expected['messages']:,} messages), filled in {fill_s:.1f} s")
+
+    spark = start_session(args.master, log_path=work / "spark.log")
+    try:
+        partitions = args.partitions or 2 * spark.sparkContext.defaultParallelism
+        say(f"machine: {os.cpu_count()} cores, {platform.platform()}, Python {platform.python_version()}, "
+            f"Spark {pyspark.__version__} ({args.master}), Java {spark.sparkContext._jvm.System.getProperty('java.version')}")
+        say("warm-up run (not counted) ...")
+        run_once(spark, url, work / "out-warmup", partitions)
+        best: dict[int, list[float]] = {partitions: [math.inf, math.inf], 1: [math.inf, math.inf]}
+        seen: dict[int, dict] = {}
+        for i in range(args.repeat):
+            for n in (partitions, 1):
+                read, total, summary = run_once(spark, url, work / f"out-{n}-{i}", n)
+                say(f"  run {i + 1}, {n:>2} partition(s): read events {read:6.2f} s, whole report {total:6.2f} s")
+                best[n] = [min(best[n][0], read), min(best[n][1], total)]
+                seen[n] = figures(summary)
+    finally:
+        stop_session(spark)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+    problems = check(expected, seen[partitions])
+    if seen[partitions] != seen[1]:
+        problems.append(f"the modes disagree: {seen[partitions]} vs {seen[1]}")
+    result = {
+        "backend": "postgresql" if args.pg_url else "sqlite",
+        "events": expected["events"],
+        "messages": expected["messages"],
+        "cores": os.cpu_count(),
+        "partitions": partitions,
+        "partitioned": {"read_s": round(best[partitions][0], 2), "report_s": round(best[partitions][1], 2)},
+        "single": {"read_s": round(best[1][0], 2), "report_s": round(best[1][1], 2)},
+        "read_ratio": round(best[1][0] / best[partitions][0], 2),
+        "report_ratio": round(best[1][1] / best[partitions][1], 2),
+        "figures": seen[partitions],
+        "problems": problems,
+        "workdir": str(work) if args.keep else None,
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        p, s = result["partitioned"], result["single"]
+        print(f"partitioned ({partitions} partitions): read events {p['read_s']:.2f} s, whole report {p['report_s']:.2f} s")
+        print(f"single partition:          read events {s['read_s']:.2f} s, whole report {s['report_s']:.2f} s")
+        print(f"ratio single/partitioned:  read events {result['read_ratio']:.2f}x, whole report {result['report_ratio']:.2f}x")
+        print("figures: " + json.dumps(result["figures"]))
+        print("checked: " + ("report figures equal the generated ones, in both modes" if not problems
+                             else "PROBLEMS: " + "; ".join(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
