@@ -143,13 +143,13 @@ def down(spec_file, run_dir, timeout) -> None:
 
 def _print_status(result) -> None:
     state = result.state
-    header = ("name", "role", "pid", "alive", "endpoint", "node id", "in topology")
+    header = ("name", "pid", "alive", "endpoint", "node id", "in topology")
 
     def yes_no(value: bool | None) -> str:
         return "-" if value is None else "yes" if value else "no"
 
-    rows = [(p.name, p.role, str(p.pid), yes_no(p.alive), p.endpoint or "-", p.node_id or "-",
-             yes_no(p.in_topology) if p.role == "router" else "-") for p in result.processes]
+    rows = [(p.name, str(p.pid), yes_no(p.alive), p.endpoint or "-", p.node_id or "-", yes_no(p.in_topology))
+            for p in result.processes]
     note = f"topology: {result.topology_problem}" if result.topology_problem else ""
     if not sys.stdout.isatty():  # piped: one tab-separated line per process, for scripts
         for row in (header, *rows):
@@ -160,9 +160,11 @@ def _print_status(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(*header, title=f"cluster {state.cluster_name} ({state.status}) in {Path(state.run_dir)}")
+    table = Table(title=f"cluster {state.cluster_name} ({state.status}) in {Path(state.run_dir)}")
+    for name in header:  # endpoints and node ids are copied from here: never cut them short
+        table.add_column(name, no_wrap=name == "endpoint", overflow="fold")
     for row in rows:
-        style = None if row[3] == "yes" and row[6] != "no" else "red"
+        style = None if row[2] == "yes" and row[5] != "no" else "red"
         table.add_row(*row, style=style)
     console = Console()
     console.print(table)

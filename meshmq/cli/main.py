@@ -341,11 +341,13 @@ def queue_purge(name, url) -> None:
     _run(go())
 
 
-from meshmq.cli.analytics import analytics  # noqa: E402  (registers the analytics group)
-from meshmq.cli.perf import perf  # noqa: E402  (registers the perf group)
+from meshmq.cli.analytics import analytics  # noqa: E402  (registers the command groups)
+from meshmq.cli.cluster import cluster  # noqa: E402
+from meshmq.cli.perf import perf  # noqa: E402
 
 main.add_command(perf)
 main.add_command(analytics)
+main.add_command(cluster)
 
 if __name__ == "__main__":
     main()

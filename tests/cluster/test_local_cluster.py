@@ -1,0 +1,160 @@
+"""`meshmq cluster up|status|down` and LocalCluster with real processes: etcd,
+the discovery service and routers on loopback ports picked at run time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from meshmq.client import connect
+from meshmq.cluster import ClusterError, ClusterSpec, ClusterUpError, LocalCluster, load_cluster_spec
+from meshmq.config.loader import load_config
+from meshmq.discovery_client import GrpcDiscoveryClient
+from meshmq.v1 import discovery_pb2 as dpb
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SYMMETRIC_3 = ROOT / "deploy" / "local" / "symmetric-3.yaml"
+CLI_DEADLINE_S = 90
+
+
+def gone(pid: int) -> bool:
+    """No such process, or one that exited and waits to be reaped."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+async def listed(state) -> list[dpb.ClusterNode]:
+    api = GrpcDiscoveryClient(state.discovery.endpoint)
+    try:
+        return list((await api.list(dpb.ListNodesRequest(cluster_name=state.cluster_name))).nodes)
+    finally:
+        await api.close()
+
+
+async def test_up_status_down_of_the_symmetric_example(launched):
+    spec = load_cluster_spec(SYMMETRIC_3).with_free_ports()
+    run = launched.run_dir()
+    cluster = LocalCluster(spec, run)
+    state = await cluster.up()
+
+    assert [n.name for n in state.nodes] == ["n1", "n2", "n3"]
+    assert state.status == "up"
+    # discovery's topology: exactly the three nodes, each where it listens
+    assert sorted((n.node_name, n.node_id, n.connector) for n in await listed(state)) == [
+        (r.name, r.node_id, r.endpoint) for r in state.nodes]
+    # each node answers the SDK and pushes a topology of all three
+    endpoints = sorted(r.endpoint for r in state.nodes)
+    for record in state.nodes:
+        async with await connect("meshmq://" + record.endpoint) as conn:
+            info = await conn.admin.node_info()
+            assert (info.node_id, info.name) == (record.node_id, record.name)
+            assert sorted(s.target for s in await conn.wait_for_topology(3)) == endpoints
+    # what the run directory holds
+    for record in state.processes:
+        assert (run / f"{record.name}.pid").read_text().strip() == str(record.pid)
+        assert Path(record.log) == run / f"{record.name}.log" and Path(record.log).exists()
+    n1 = load_config(run / "n1" / "node.yaml")
+    assert n1.data_directory == run / "n1" / "data"
+    assert n1.address_settings["#"].dead_letter_address == "DLQ"  # node-defaults
+    assert (run / "n1" / "data" / "journal.db").exists()
+
+    # status from a fresh object that only knows the run directory
+    status = await LocalCluster.attach(run).status()
+    assert status.healthy
+    assert [(p.name, p.pid, p.alive, p.endpoint, p.node_id) for p in status.processes] == [
+        (p.name, p.pid, True, p.endpoint, p.node_id) for p in state.processes]
+    assert [p.in_topology for p in status.processes] == [None, None, True, True, True]
+    # a second `up` in the same run directory is refused while it runs
+    with pytest.raises(ClusterError, match="already running"):
+        await LocalCluster(spec, run).up()
+
+    stopped = await LocalCluster.attach(run).down()
+    assert [(s.name, s.outcome) for s in stopped] == [
+        ("n1", "stopped"), ("n2", "stopped"), ("n3", "stopped"), ("discovery", "stopped"), ("etcd", "stopped")]
+    assert all(gone(p.pid) for p in state.processes)
+    assert not list(run.glob("*.pid"))
+    assert (run / "n1.log").exists() and (run / "n1" / "data" / "journal.db").exists()  # kept
+    again = await cluster.down()  # idempotent
+    assert {s.outcome for s in again} == {"not running"}
+    after = await cluster.status()
+    assert after.state.status == "down" and not any(p.alive for p in after.processes) and not after.healthy
+
+    # up again in the same run directory: the nodes keep their ids (their data directories are kept)
+    state2 = await cluster.up()
+    assert [(n.name, n.node_id) for n in state2.nodes] == [(n.name, n.node_id) for n in state.nodes]
+    await cluster.down()
+    assert all(gone(p.pid) for p in state2.processes)
+
+
+async def test_a_node_that_fails_to_start_stops_the_launch_with_its_log(launched):
+    spec = ClusterSpec.parse({
+        "cluster-name": "broken",
+        "etcd": {"client-port": 0, "peer-port": 0}, "discovery": {"port": 0},
+        "nodes": [{"name": "good"},
+                  {"name": "bad", "config": {"journal": {"url": "postgresql+psycopg://nobody@127.0.0.1:1/none"}}}],
+    })
+    run = launched.run_dir()
+    with pytest.raises(ClusterUpError) as info:
+        await LocalCluster(spec, run).up(timeout=60)
+    said = str(info.value)
+    assert said.startswith("bad exited with code 2 before the cluster was ready; the end of ")
+    assert "journal store postgresql+psycopg://nobody@127.0.0.1:1/none is unreachable" in said
+    assert "Everything started was stopped" in said
+    state = json.loads((run / "cluster.json").read_text())
+    assert state["status"] == "failed"
+    assert {p["name"] for p in state["processes"]} == {"etcd", "discovery", "good", "bad"}
+    assert all(gone(p["pid"]) for p in state["processes"])
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """`meshmq cluster ARGS` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "meshmq.cli.main", "cluster", *args], capture_output=True, text=True, timeout=CLI_DEADLINE_S,
+                          cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+async def test_cli_up_status_down_round_trip(launched, tmp_path):
+    run = launched.run_dir()
+    up = cli("up", "-f", str(SYMMETRIC_3), "--run-dir", str(run), "--free-ports")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "all 3 nodes are in the topology of cluster symmetric-3" in up.stdout
+    assert "cluster symmetric-3 is up in" in up.stdout
+    state = json.loads((run / "cluster.json").read_text())
+    pids = [p["pid"] for p in state["processes"]]
+
+    # the processes outlived `up`; status (piped: tab-separated) sees them all, in the topology
+    status = cli("status", "--run-dir", str(run))
+    assert status.returncode == 0, status.stdout + status.stderr
+    rows = [line.split("\t") for line in status.stdout.splitlines()]
+    assert rows[0] == ["name", "pid", "alive", "endpoint", "node id", "in topology"]
+    assert [(r[0], int(r[1]), r[2], r[5]) for r in rows[1:]] == [
+        ("etcd", pids[0], "yes", "-"), ("discovery", pids[1], "yes", "-"),
+        ("n1", pids[2], "yes", "yes"), ("n2", pids[3], "yes", "yes"), ("n3", pids[4], "yes", "yes")]
+    assert rows[3][4] == state["processes"][2]["node_id"]
+    async with await connect(f"meshmq://{rows[3][3]}") as conn:
+        assert (await conn.admin.node_info()).name == "n1"
+
+    down = cli("down", "--run-dir", str(run))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "cluster stopped (5 process(es))" in down.stdout
+    assert all(gone(pid) for pid in pids)
+    assert cli("down", "--run-dir", str(run)).stdout.startswith("nothing to stop")
+    after = cli("status", "--run-dir", str(run))
+    assert after.returncode == 1 and "\tno\t" in after.stdout
+
+    # a bad cluster file: the problem with its line and key, and nothing started
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("cluster-name: bad\nnodes:\n  - name: n1\n    prot: 1\n")
+    refused = cli("up", "-f", str(bad), "--run-dir", str(tmp_path / "bad-run"))
+    assert refused.returncode == 2
+    assert f"error: {bad}:4: nodes[0].prot: unknown key (did you mean 'port'?)" in refused.stderr
+    assert not (tmp_path / "bad-run").exists()
