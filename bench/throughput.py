@@ -70,6 +70,7 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--modes", default="durable,non-durable")
+    ap.add_argument("--window", type=int, default=0, help="confirmationWindowSize in bytes (0 = the SDK default, 1 MiB)")
     args = ap.parse_args()
     try:
         import uvloop
@@ -81,8 +82,11 @@ def main() -> None:
     for mode in args.modes.split(","):
         with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
             proc, url = start_node(Path(tmp), sync=True)
+            if args.window:
+                url += f"?confirmationWindowSize={args.window}"
             try:
                 result = asyncio.run(run(url, args.count, args.size, mode == "durable"))
+                result["window"] = args.window or 1048576
                 print(json.dumps(result))
             finally:
                 proc.terminate()
