@@ -20,7 +20,7 @@ import grpc
 from meshmq.config.models import BrokerConfig
 from meshmq.discovery_client import Announcer, DiscoveryAPI, GrpcDiscoveryClient, TopologyWatcher
 from meshmq.journal_client import GrpcJournalClient, JournalAPI, channel_options
-from meshmq.tls import channel_credentials, server_credentials
+from meshmq.tls import bind_listener, channel_credentials
 
 log = logging.getLogger("meshmq")
 
@@ -234,22 +234,13 @@ async def run_journal(
     core = JournalCore(config.journal_url(), sync=j.sync, max_batch_records=j.max_batch_records)
     server = grpc.aio.server(options=channel_options())
     add_journal_service(server, core)
-    listen = j.listen
-    target = f"{listen.host}:{listen.port}"
-    if listen.ssl_enabled:
-        port = server.add_secure_port(
-            target, server_credentials(listen.cert_path, listen.key_path, listen.trust_path, listen.need_client_auth)
-        )
-    else:
-        port = server.add_insecure_port(target)
-    if port == 0:
-        raise RuntimeError(f"journal cannot listen on {target}")
+    endpoint = bind_listener(server, j.listen, "journal")
     await server.start()
-    info = {"service": "journal", "endpoints": [f"{listen.host}:{port}"], "store": core.description}
+    info = {"service": "journal", "endpoints": [endpoint], "store": core.description}
     _write_ready(ready_file, info)
     if on_ready:
         on_ready(info)
-    log.info("journal service listening on %s:%d, store %s", listen.host, port, core.description)
+    log.info("journal service listening on %s, store %s", endpoint, core.description)
     try:
         await _until_signalled()
     finally:
@@ -273,19 +264,11 @@ async def run_discovery(
         await core.start()
         server = grpc.aio.server(options=channel_options())
         add_discovery_service(server, core)
-        listen = config.discovery.listen
-        target = f"{listen.host}:{listen.port}"
-        if listen.ssl_enabled:
-            creds = server_credentials(listen.cert_path, listen.key_path, listen.trust_path, listen.need_client_auth)
-            port = server.add_secure_port(target, creds)
-        else:
-            port = server.add_insecure_port(target)
-        if port == 0:
-            raise RuntimeError(f"discovery cannot listen on {target}")
+        endpoint = bind_listener(server, config.discovery.listen, "discovery")
         await server.start()
         info = {
             "service": "discovery",
-            "endpoints": [f"{listen.host}:{port}"],
+            "endpoints": [endpoint],
             "backend": core.description,
             "discovery_group": group_name,
             "cluster_name": group.cluster_name,
@@ -293,7 +276,7 @@ async def run_discovery(
         _write_ready(ready_file, info)
         if on_ready:
             on_ready(info)
-        log.info("discovery service listening on %s:%d, %s", listen.host, port, core.description)
+        log.info("discovery service listening on %s, %s", endpoint, core.description)
         try:
             await _until_signalled()
         finally:

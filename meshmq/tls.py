@@ -1,4 +1,5 @@
-"""TLS credentials for every gRPC listener and channel, from PEM files."""
+"""Listeners and TLS: binding a gRPC server to a configured listener, and
+credentials for every listener and channel, from PEM files."""
 
 from __future__ import annotations
 
@@ -31,3 +32,19 @@ def channel_credentials(
     return grpc.ssl_channel_credentials(
         root_certificates=_read(trust_path), private_key=_read(key_path), certificate_chain=_read(cert_path)
     )
+
+
+def bind_listener(server: grpc.aio.Server, listener, what: str) -> str:
+    """Bind `server` to a config Listener (host, port, ssl-*); returns the bound host:port.
+
+    Port 0 picks a free port; the returned endpoint has the real one.
+    """
+    target = f"{listener.host}:{listener.port}"
+    if listener.ssl_enabled:
+        creds = server_credentials(listener.cert_path, listener.key_path, listener.trust_path, listener.need_client_auth)
+        port = server.add_secure_port(target, creds)
+    else:
+        port = server.add_insecure_port(target)
+    if port == 0:
+        raise RuntimeError(f"{what} cannot listen on {target}")
+    return f"{listener.host}:{port}"

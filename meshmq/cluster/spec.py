@@ -23,10 +23,7 @@ and their problems are named by where they are in the cluster file
 
 from __future__ import annotations
 
-import difflib
 import re
-import types
-import typing
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,7 +40,7 @@ from pydantic import (
 )
 
 from meshmq.config import defaults
-from meshmq.config.loader import ConfigError, ConfigProblem
+from meshmq.config.loader import ConfigError, ConfigProblem, validation_problems
 from meshmq.config.models import BrokerConfig, ConfigIssues, RelPath, parse_host_port
 from meshmq.config.yaml_source import KeyPath, YamlDocument, YamlSourceError, format_key_path, load_yaml
 
@@ -385,75 +382,3 @@ def _unique(items: list) -> list:
 
 
 # --- pydantic errors -> (key path, message), as meshmq/config/loader.py words them ---
-
-
-def validation_problems(exc: ValidationError, root: type[BaseModel]) -> list[tuple[KeyPath, str]]:
-    problems: list[tuple[KeyPath, str]] = []
-    errors = exc.errors(include_url=False)
-    for error in errors:
-        loc: KeyPath = tuple(error["loc"])
-        if error["type"] == "too_short" and any(len(e["loc"]) > len(loc) and tuple(e["loc"][:len(loc)]) == loc
-                                                for e in errors):
-            continue  # "at least 1 item after validation": its items' own errors say why
-        message = error["msg"]
-        cause = (error.get("ctx") or {}).get("error")
-        if isinstance(cause, ConfigIssues):
-            problems.extend((loc + tuple(rel), msg) for rel, msg in cause.issues)
-            continue
-        if isinstance(cause, Exception):
-            message = str(cause)
-        if loc and loc[-1] == "[key]":
-            loc, message = loc[:-1], f"invalid key: {message}"
-        elif error["type"] == "extra_forbidden":
-            message = _unknown_key_message(root, loc)
-        elif error["type"] == "missing":
-            message = "required key is missing"
-        problems.append((loc, message))
-    return problems
-
-
-def _unknown_key_message(root: type[BaseModel], loc: KeyPath) -> str:
-    allowed = _allowed_keys(root, loc[:-1])
-    if not allowed:
-        return "unknown key"
-    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
-    if close:
-        return f"unknown key (did you mean {close[0]!r}?)"
-    return "unknown key (expected one of: " + ", ".join(allowed) + ")"
-
-
-def _allowed_keys(root: type[BaseModel], loc: KeyPath) -> list[str]:
-    tp: Any = root
-    for part in loc:
-        tp = _unwrap(tp)
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            field = next((f for n, f in tp.model_fields.items() if (f.alias or n) == part), None)
-            if field is None:
-                return []
-            tp = field.annotation
-            continue
-        args, origin = typing.get_args(tp), typing.get_origin(tp)
-        if origin in (list, tuple) and args:
-            tp = args[0]
-        elif origin is dict and len(args) == 2:
-            tp = args[1]
-        else:
-            return []
-    tp = _unwrap(tp)
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return [f.alias or n for n, f in tp.model_fields.items()]
-    return []
-
-
-def _unwrap(tp: Any) -> Any:
-    while True:
-        origin = typing.get_origin(tp)
-        if origin is typing.Annotated:
-            tp = typing.get_args(tp)[0]
-        elif origin in (typing.Union, types.UnionType):
-            options = [a for a in typing.get_args(tp) if a is not type(None)]
-            if len(options) != 1:
-                return tp
-            tp = options[0]
-        else:
-            return tp

@@ -93,9 +93,22 @@ def load_config_text(text: str, source: str = "<string>", *, base_dir: str | Pat
 
 
 def _problems(exc: ValidationError, document: YamlDocument, source: str) -> list[ConfigProblem]:
+    result = [
+        ConfigProblem(source, document.line_for(loc), format_key_path(loc), msg)
+        for loc, msg in validation_problems(exc, BrokerConfig)
+    ]
+    return sorted(result, key=lambda p: p.line or 0)
+
+
+def validation_problems(exc: ValidationError, root: type[BaseModel]) -> list[tuple[KeyPath, str]]:
+    """pydantic errors as (key path, message) pairs worded for a YAML file (any root model)."""
     problems: list[tuple[KeyPath, str]] = []
-    for error in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    for error in errors:
         loc: KeyPath = tuple(error["loc"])
+        if error["type"] == "too_short" and any(len(e["loc"]) > len(loc) and tuple(e["loc"][:len(loc)]) == loc
+                                                for e in errors):
+            continue  # "at least 1 item after validation": its items' own errors say why
         message = error["msg"]
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, ConfigIssues):
@@ -106,16 +119,15 @@ def _problems(exc: ValidationError, document: YamlDocument, source: str) -> list
         if loc and loc[-1] == "[key]":
             loc, message = loc[:-1], f"invalid key: {message}"
         elif error["type"] == "extra_forbidden":
-            message = _unknown_key_message(loc)
+            message = _unknown_key_message(root, loc)
         elif error["type"] == "missing":
             message = "required key is missing"
         problems.append((loc, message))
-    result = [ConfigProblem(source, document.line_for(loc), format_key_path(loc), msg) for loc, msg in problems]
-    return sorted(result, key=lambda p: p.line or 0)
+    return problems
 
 
-def _unknown_key_message(loc: KeyPath) -> str:
-    allowed = _allowed_keys(loc[:-1])
+def _unknown_key_message(root: type[BaseModel], loc: KeyPath) -> str:
+    allowed = _allowed_keys(root, loc[:-1])
     if not allowed:
         return "unknown key"
     close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
@@ -124,9 +136,8 @@ def _unknown_key_message(loc: KeyPath) -> str:
     return "unknown key (expected one of: " + ", ".join(allowed) + ")"
 
 
-def _allowed_keys(loc: KeyPath) -> list[str]:
-    """The keys the model at ``loc`` (below BrokerConfig) accepts."""
-    tp: Any = BrokerConfig
+def _allowed_keys(root: type[BaseModel], loc: KeyPath) -> list[str]:
+    tp: Any = root
     for part in loc:
         tp = _unwrap(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel):
@@ -135,8 +146,7 @@ def _allowed_keys(loc: KeyPath) -> list[str]:
                 return []
             tp = field.annotation
             continue
-        args = typing.get_args(tp)
-        origin = typing.get_origin(tp)
+        args, origin = typing.get_args(tp), typing.get_origin(tp)
         if origin in (list, tuple) and args:
             tp = args[0]
         elif origin is dict and len(args) == 2:

@@ -15,7 +15,7 @@ from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI, channel_options
 from meshmq.limits import MAX_CLIENT_FRAME
-from meshmq.tls import server_credentials
+from meshmq.tls import bind_listener
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import management_pb2 as mgpb
@@ -120,15 +120,7 @@ class RouterNode:
         bgrpc.add_BrokerServicer_to_server(BrokerServicer(self.broker, auth), self.server)
         mggrpc.add_ManagementServicer_to_server(ManagementServicer(self.broker, auth, self.topology), self.server)
         for acc in self.config.acceptors:
-            target = f"{acc.host}:{acc.port}"
-            if acc.ssl_enabled:
-                creds = server_credentials(acc.cert_path, acc.key_path, acc.trust_path, acc.need_client_auth)
-                port = self.server.add_secure_port(target, creds)
-            else:
-                port = self.server.add_insecure_port(target)
-            if port == 0:
-                raise RuntimeError(f"acceptor {acc.name!r} cannot listen on {target}")
-            self.endpoints.append(f"{acc.host}:{port}")
+            self.endpoints.append(bind_listener(self.server, acc, f"acceptor {acc.name!r}"))
         await self.server.start()
         await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())

@@ -19,21 +19,10 @@ from pathlib import Path
 
 from meshmq.discovery_client import TopologyWatcher
 from meshmq.v1 import discovery_pb2 as dpb
+from tests.fixtures.nodes import eventually  # noqa: F401  (used by the discovery tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 START_DEADLINE_S = 30.0
-
-
-async def eventually(condition, timeout: float, what: str, interval: float = 0.02):
-    """Poll `condition` until it returns a truthy value or the deadline passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 class Proc:
