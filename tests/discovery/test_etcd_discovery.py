@@ -29,7 +29,9 @@ pytestmark = pytest.mark.integration
 BP_MS, RT_MS = 500, 2000
 BP, RT = BP_MS / 1000, RT_MS / 1000
 # Lease expiry is checked by etcd every 500 ms; the rest is process and watch latency.
-SLACK_S = 1.0
+# etcd's expiry tick, the watch and a loaded 2-core CI machine; and one keep-alive
+# may reach etcd late under load, so the lease can lapse up to one period early.
+SLACK_S = 1.5
 
 
 def core_for(endpoint: str, **kw) -> DiscoveryCore:
@@ -116,7 +118,7 @@ async def test_kill9_of_an_announcing_process_removes_it_within_refresh_timeout(
     node.kill9()
     await eventually(lambda: rec.first(dpb.NODE_DOWN, "victim"), RT + SLACK_S + 1, "victim to vanish")
     gone_after = rec.first(dpb.NODE_DOWN, "victim") - killed_at
-    assert RT - BP - 0.1 <= gone_after <= RT + SLACK_S, gone_after
+    assert RT - 2 * BP - 0.1 <= gone_after <= RT + SLACK_S, gone_after
 
 
 async def test_graceful_stop_of_an_announcing_process_removes_it_at_once(etcd_session, procs, watch):

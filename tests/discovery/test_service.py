@@ -27,7 +27,9 @@ pytestmark = pytest.mark.integration
 
 BP_MS, RT_MS = 500, 2000
 BP, RT = BP_MS / 1000, RT_MS / 1000
-SLACK_S = 1.0
+# etcd's expiry tick, the watch and a loaded 2-core CI machine; and one keep-alive
+# may reach etcd late under load, so the lease can lapse up to one period early.
+SLACK_S = 1.5
 
 
 def free_port() -> int:
@@ -90,7 +92,7 @@ async def test_nodes_announced_through_the_service(etcd_session, procs, grpc_wat
     killed.kill9()
     await eventually(lambda: rec.first(dpb.NODE_DOWN, "s-killed"), RT + SLACK_S + 1, "s-killed to vanish")
     gone_after = rec.first(dpb.NODE_DOWN, "s-killed") - killed_at
-    assert RT - BP - 0.1 <= gone_after <= RT + SLACK_S, gone_after
+    assert RT - 2 * BP - 0.1 <= gone_after <= RT + SLACK_S, gone_after
 
     # Graceful stop: the node says leave, the service revokes at once.
     stopped_at = time.monotonic()
