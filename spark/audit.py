@@ -74,6 +74,12 @@ def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, pr
     )
 
 
+def offender_sort_key(row: dict) -> tuple:
+    """The order of `offenders`, for rows already collected (a cached frame may come back in any order)."""
+    rank = 0 if row["status"] == MORE_THAN_ONCE else 1 if row["fate"] == UNACCOUNTED else 2
+    return (rank, row["node_id"], row["queue"], row["message_id"])
+
+
 def offenders(audited: DataFrame) -> DataFrame:
     """Every reference not acknowledged exactly once, the worst first:
     MORE_THAN_ONCE, then UNACCOUNTED, then the explained NEVERs."""

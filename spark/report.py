@@ -156,9 +156,12 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     audited = audited.persist(StorageLevel.MEMORY_AND_DISK)
     tables.write("audit", audited, small=False)
     audit_summary = audit_mod.summarize(audited)
-    offenders = tables.write("audit_offenders", audit_mod.offenders(audited).join(nodes_df, "node_id", "left"))
+    # Join first, then order: a join reshuffles rows, so ordering before it would be lost.
+    offenders = tables.write("audit_offenders", audit_mod.offenders(audited.join(nodes_df, "node_id", "left")))
     offenders_total = audit_summary["produced"] - audit_summary["exactly_once"]
-    offender_rows = [r.asDict() for r in offenders.limit(offenders_limit).collect()]
+    offender_rows = sorted(
+        (r.asDict() for r in offenders.limit(offenders_limit).collect()), key=audit_mod.offender_sort_key
+    )
 
     step("charts and HTML")
     bucket = metrics.chart_bucket_seconds(seconds)
