@@ -17,10 +17,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from meshmq.cluster.processes import wait_started
 
 START_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 10.0
@@ -121,21 +122,10 @@ class EtcdServer:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 start_new_session=True,  # its own process group: a SIGKILL fallback hits only it
             )
-        deadline = time.monotonic() + self.start_timeout
-        while True:
-            if self.healthy():
-                return True
-            try:
-                code = self.proc.wait(timeout=0.05)  # doubles as the poll interval
-            except subprocess.TimeoutExpired:
-                code = None
-            if code is not None:
-                if "address already in use" in self.log_tail():
-                    return False
-                raise RuntimeError(f"etcd exited with {code}; log:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"etcd not ready after {self.start_timeout}s; log:\n{self.log_tail()}")
+        return wait_started(
+            self.proc, self.healthy, self.log_tail, what="etcd", timeout=self.start_timeout,
+            port_taken="address already in use", on_timeout=self.stop,
+        )
 
     def healthy(self) -> bool:
         """etcd's /health: true once it has a leader and serves a read."""

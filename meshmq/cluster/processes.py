@@ -18,7 +18,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -184,3 +184,36 @@ def log_tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
     latest = text.rfind(f"\n{LOG_MARKER}")
     return "\n".join(text[latest + 1 if latest >= 0 else 0:].splitlines()[-lines:])
+
+
+def wait_started(
+    proc: subprocess.Popen,
+    ready: Callable[[], bool],
+    log_tail: Callable[[], str],
+    *,
+    what: str,
+    timeout: float,
+    port_taken: str,
+    on_timeout: Callable[[], None],
+) -> bool:
+    """Poll a just-started server until `ready()`, with a deadline.
+
+    Returns False when it exited because its port was taken (its log says
+    `port_taken`), so the caller can retry on another port; raises with the
+    log's tail when it exited otherwise or did not get ready in time.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if ready():
+            return True
+        try:
+            code = proc.wait(timeout=0.05)  # doubles as the poll interval
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None:
+            if port_taken in log_tail():
+                return False
+            raise RuntimeError(f"{what} exited with {code}; log:\n{log_tail()}")
+        if time.monotonic() > deadline:
+            on_timeout()
+            raise RuntimeError(f"{what} not ready after {timeout}s; log:\n{log_tail()}")
