@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from typing import Protocol
 
 import grpc
@@ -31,7 +31,10 @@ class JournalAPI(Protocol):
 
     def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]: ...
 
-    def append(self, req: jpb.AppendRequest) -> Awaitable[jpb.AppendResponse]: ...
+    def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
+        """Queue a request; its future resolves once it is committed (or refused).
+        Several may be in flight: they commit, and resolve, in submission order."""
+        ...
 
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]: ...
 
@@ -61,6 +64,8 @@ class GrpcJournalClient:
         self._stream: grpc.aio.StreamStreamCall | None = None
         self._pending: dict[int, asyncio.Future[jpb.AppendResponse]] = {}
         self._reader: asyncio.Task | None = None
+        self._sender: asyncio.Task | None = None
+        self._outbox: asyncio.Queue[jpb.AppendRequest] = asyncio.Queue()
 
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
         return await self._stub.Open(req, wait_for_ready=True, timeout=30)
@@ -69,23 +74,29 @@ class GrpcJournalClient:
         async for page in self._stub.Load(req):
             yield page
 
-    def append(self, req: jpb.AppendRequest) -> Awaitable[jpb.AppendResponse]:
+    def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
         fut: asyncio.Future[jpb.AppendResponse] = asyncio.get_running_loop().create_future()
-        self._pending[req.request_id] = fut
         if self._stream is None:
             self._stream = self._stub.Append()
+            self._outbox = asyncio.Queue()
             self._reader = asyncio.create_task(self._read_responses(self._stream))
-        return self._write(req, fut)
+            self._sender = asyncio.create_task(self._send_requests(self._stream, self._outbox))
+        self._pending[req.request_id] = fut
+        self._outbox.put_nowait(req)
+        return fut
 
-    async def _write(self, req: jpb.AppendRequest, fut: asyncio.Future) -> jpb.AppendResponse:
-        stream = self._stream
-        try:
-            await stream.write(req)
-        except grpc.RpcError as exc:
-            self._fail_all(stream, f"journal unavailable: {exc.code().name}: {exc.details()}")
-        except (asyncio.InvalidStateError, grpc.aio.UsageError) as exc:
-            self._fail_all(stream, f"journal stream failed: {exc}")
-        return await fut
+    async def _send_requests(self, stream: grpc.aio.StreamStreamCall, outbox: asyncio.Queue) -> None:
+        """The one writer of the stream: pipelined appends go out in order."""
+        while True:
+            req = await outbox.get()
+            try:
+                await stream.write(req)
+            except grpc.RpcError as exc:
+                self._fail_all(stream, f"journal unavailable: {exc.code().name}: {exc.details()}")
+                return
+            except (asyncio.InvalidStateError, grpc.aio.UsageError) as exc:
+                self._fail_all(stream, f"journal stream failed: {exc}")
+                return
 
     async def _read_responses(self, stream: grpc.aio.StreamStreamCall) -> None:
         try:
@@ -100,6 +111,8 @@ class GrpcJournalClient:
     def _fail_all(self, stream, message: str) -> None:
         if self._stream is stream:
             self._stream = None
+            if self._sender is not None and self._sender is not asyncio.current_task():
+                self._sender.cancel()
         pending, self._pending = self._pending, {}
         if pending:
             log.error("%s; failing %d pending appends", message, len(pending))
@@ -113,6 +126,8 @@ class GrpcJournalClient:
         return [c async for c in self._stub.ReadLargeMessage(req)]
 
     async def close(self) -> None:
+        if self._sender is not None:
+            self._sender.cancel()
         if self._stream is not None:
             self._stream.cancel()
         await self._channel.close()

@@ -4,6 +4,18 @@ Producer figures: messages/s and confirm latency (send_async -> confirm),
 sampled on every 10th message. Consumer figures: messages/s and end-to-end
 latency from the router's accept timestamp to receipt (millisecond
 resolution, same sampling).
+
+Two ways to load the node:
+
+* saturation (no `rate`): the producer sends as fast as its confirmation
+  window lets it. This finds the most msg/s; the confirm latency it shows is
+  mostly time spent queued behind the window (Little's law: in-flight bytes
+  / throughput), so it says more about the window than about the broker.
+* fixed rate (`rate` msg/s, open loop): messages are due on a schedule and
+  sent when due; a message's latency is counted from when it was *due*, not
+  from when the producer got round to it, so a stalled broker shows as
+  latency instead of silently slowing the schedule (no coordinated omission).
+  This is the latency a user sending at that rate sees.
 """
 
 from __future__ import annotations
@@ -55,8 +67,15 @@ SAMPLE_EVERY = 10
 
 
 async def produce(
-    url: str, address: str, count: int, size: int, durable: bool, progress: Progress | None = None
+    url: str,
+    address: str,
+    count: int,
+    size: int,
+    durable: bool,
+    progress: Progress | None = None,
+    rate: float | None = None,
 ) -> PerfResult:
+    """Send `count` messages; `rate` msg/s paces them (see the module docstring)."""
     body = b"x" * size
     lat: list[float] = []
     failures: list[BaseException] = []
@@ -72,12 +91,20 @@ async def produce(
                 lat.append((clock() - t) * 1000)
 
         start = clock()
-        for i in range(count):
-            fut = await producer.send_async(body, durable=durable, routing_type="anycast")
-            if i % SAMPLE_EVERY == 0:
-                fut.add_done_callback(lambda f, t=clock(): done(f, t))
-            if progress and i % 1000 == 999:
-                progress(1000)
+        i = 0
+        while i < count:
+            # Everything due by now goes out at once; then sleep until the next is due.
+            due = count if rate is None else min(count, int((clock() - start) * rate) + 1)
+            while i < due:
+                fut = await producer.send_async(body, durable=durable, routing_type="anycast")
+                if i % SAMPLE_EVERY == 0:
+                    sent_at = clock() if rate is None else start + i / rate
+                    fut.add_done_callback(lambda f, t=sent_at: done(f, t))
+                i += 1
+                if progress and i % 1000 == 0:
+                    progress(1000)
+            if i < count:
+                await asyncio.sleep(max(0.0, start + i / rate - clock()))
         await producer.flush()
         elapsed = clock() - start
     if failures:
@@ -111,11 +138,19 @@ async def consume(url: str, queue: str, count: int, timeout: float = 30.0, progr
     return PerfResult("consumer", got, elapsed, lat)
 
 
-async def client(url: str, address: str, count: int, size: int, durable: bool, progress: Progress | None = None):
+async def client(
+    url: str,
+    address: str,
+    count: int,
+    size: int,
+    durable: bool,
+    progress: Progress | None = None,
+    rate: float | None = None,
+):
     """Producer and consumer at once on one address (the end-to-end figure)."""
     consumer_task = asyncio.create_task(consume(url, address, count))
     await asyncio.sleep(0)
-    producer_result = await produce(url, address, count, size, durable, progress)
+    producer_result = await produce(url, address, count, size, durable, progress, rate)
     consumer_result = await consumer_task
     total = PerfResult("end-to-end", consumer_result.messages, max(producer_result.seconds, consumer_result.seconds))
     total.latencies_ms = producer_result.latencies_ms

@@ -49,14 +49,24 @@ def perf() -> None:
     """Measure throughput (msg/s) and latency percentiles."""
 
 
+_RATE = click.option(
+    "--rate",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="Send at this many msg/s (open loop; latency counted from when each message was due). "
+    "Default: as fast as the confirmation window allows.",
+)
+
+
 @perf.command("producer")
 @common
 @click.option("--address", default="perf", show_default=True)
 @click.option("--size", default=1024, show_default=True, help="Body bytes.")
 @click.option("--durable/--non-durable", default=True, show_default=True)
-def perf_producer(url, count, as_json, address, size, durable) -> None:
+@_RATE
+def perf_producer(url, count, as_json, address, size, durable, rate) -> None:
     """Send COUNT messages; confirm latency per message."""
-    r = _progress_run(count, lambda prog: p.produce(url, address, count, size, durable, prog))
+    r = _progress_run(count, lambda prog: p.produce(url, address, count, size, durable, prog, rate))
     _print([r], as_json)
 
 
@@ -74,7 +84,8 @@ def perf_consumer(url, count, as_json, queue) -> None:
 @click.option("--address", default="perf", show_default=True)
 @click.option("--size", default=1024, show_default=True)
 @click.option("--durable/--non-durable", default=True, show_default=True)
-def perf_client(url, count, as_json, address, size, durable) -> None:
+@_RATE
+def perf_client(url, count, as_json, address, size, durable, rate) -> None:
     """One producer and one consumer at once, end to end."""
-    results = _progress_run(count, lambda prog: p.client(url, address, count, size, durable, prog))
+    results = _progress_run(count, lambda prog: p.client(url, address, count, size, durable, prog, rate))
     _print(results, as_json)

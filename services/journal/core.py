@@ -11,10 +11,12 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
+from meshmq.errors import Reason
 from meshmq.v1 import journal_pb2 as jpb
 
 from .store import JournalStore, describe_url
 from .writer import GroupCommitWriter
+from .writer_process import WriterProcess
 
 log = logging.getLogger("meshmq.journal")
 
@@ -22,9 +24,13 @@ log = logging.getLogger("meshmq.journal")
 class JournalCore:
     def __init__(self, url: str, *, sync: bool = True, max_batch_records: int = 5000) -> None:
         self.url = url
+        self.sync = sync
+        # Reads (open, recovery, large-message bodies) use this store; every
+        # write goes through the writer process, started once the node id is known.
         self.store = JournalStore(url, sync=sync)
-        self.writer = GroupCommitWriter(self.store, max_batch_records=max_batch_records)
-        self._started = False
+        self.writer_process: WriterProcess | None = None
+        self.writer: GroupCommitWriter | None = None
+        self._max_batch_records = max_batch_records
 
     @property
     def description(self) -> str:
@@ -32,10 +38,12 @@ class JournalCore:
 
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
         resp = await asyncio.to_thread(self.store.open, req.node_name)
-        if not self._started:
-            self.store.start_checkpointer()
+        if self.writer is None:
+            process = WriterProcess(self.url, sync=self.sync, node_id=resp.node_id)
+            await asyncio.to_thread(process.start)
+            self.writer_process = process
+            self.writer = GroupCommitWriter(process.apply, max_batch_records=self._max_batch_records)
             self.writer.start()
-            self._started = True
         log.info("journal opened: node %s epoch %d store %s", resp.node_id, resp.epoch, resp.store)
         return resp
 
@@ -49,11 +57,25 @@ class JournalCore:
 
     def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
         """Queue one batch for group commit; the future resolves after the commit."""
+        if self.writer is None:
+            refused = asyncio.get_running_loop().create_future()
+            refused.set_result(
+                jpb.AppendResponse(
+                    request_id=req.request_id,
+                    ok=False,
+                    reason=Reason.INVALID_REQUEST.value,
+                    message="append before open: open the journal first",
+                )
+            )
+            return refused
         return self.writer.submit(req)
 
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
         return await asyncio.to_thread(self.store.read_large, req.message_id, req.from_seq, req.max_chunks or 8)
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.writer.close)
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.close)
+        if self.writer_process is not None:
+            await asyncio.to_thread(self.writer_process.close)
         self.store.close()

@@ -153,12 +153,27 @@ class JournalStore:
             version = conn.execute(
                 select(s.node_state.c.value).where(s.node_state.c.key == "schema_version")
             ).scalar()
-            if version is not None and int(version) != s.SCHEMA_VERSION:
+            if version is not None and int(version) == 1:
+                self._migrate_from_v1(conn)
+            elif version is not None and int(version) != s.SCHEMA_VERSION:
                 raise StoreError(
                     f"journal store {describe_url(self.url)} has schema version {version}; "
                     f"this meshmq uses version {s.SCHEMA_VERSION}. Migrate or use a new store."
                 )
         s.metadata.create_all(conn)
+
+    def _migrate_from_v1(self, conn: Connection) -> None:
+        """Version 1 -> 2: drop the index on messages.queue_id; on SQLite also
+        rebuild `messages` so message_id is the rowid. Runs inside open's
+        transaction: a failure leaves the store at version 1."""
+        conn.exec_driver_sql("DROP INDEX IF EXISTS ix_messages_queue_id")
+        if self._backend == "sqlite":
+            conn.exec_driver_sql("ALTER TABLE messages RENAME TO messages_v1")
+            s.messages.create(conn)
+            cols = ", ".join(c.name for c in s.messages.columns)
+            conn.exec_driver_sql(f"INSERT INTO messages ({cols}) SELECT {cols} FROM messages_v1")
+            conn.exec_driver_sql("DROP TABLE messages_v1")
+        log.info("journal store %s migrated from schema version 1 to %d", describe_url(self.url), s.SCHEMA_VERSION)
 
     def _put(self, conn: Connection, key: str, value: str) -> None:
         done = conn.execute(update(s.node_state).where(s.node_state.c.key == key).values(value=value))
@@ -196,13 +211,10 @@ class JournalStore:
             "del_message": in_list("DELETE FROM {messages} WHERE {message_id}"),
             "del_ref": in_list("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id}"),
         }
+        epoch_sql = stmt("SELECT {value} FROM {node_state} WHERE {key} = 'epoch'")
         self._sql = {
+            "lock_epoch": ("BEGIN IMMEDIATE", epoch_sql) if self._backend == "sqlite" else (epoch_sql + " FOR UPDATE",),
             "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}) VALUES (?, ?, ?, ?, ?, ?)"),
-            "add_message": stmt(
-                "INSERT INTO {messages} ({message_id}, {address}, {size}, {timestamp}, {large}, {queue_id}, "
-                "{delivery_count}, {data}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-            ),
-            "add_ref": stmt("INSERT INTO {message_refs} ({queue_id}, {message_id}, {delivery_count}) VALUES (?, ?, ?)"),
             "add_chunk": stmt("INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) VALUES (?, ?, ?)"),
             "copy_chunks": stmt(
                 "INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) "
@@ -213,17 +225,12 @@ class JournalStore:
             "set_inline_count": stmt(
                 "UPDATE {messages} SET {delivery_count} = ? WHERE {queue_id} = ? AND {message_id} = ?"
             ),
-            "del_ref": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id} = ?"),
             "del_message": stmt("DELETE FROM {messages} WHERE {message_id} = ?"),
             "del_chunks": stmt("DELETE FROM {large_message_chunks} WHERE {message_id} = ?"),
             "del_queue_refs": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ?"),
             "del_queue_inline": stmt("DELETE FROM {messages} WHERE {queue_id} = ?"),
             "del_queue": stmt("DELETE FROM {queues} WHERE {queue_id} = ?"),
             "del_address": stmt("DELETE FROM {addresses} WHERE {name} = ?"),
-            "add_event": stmt(
-                "INSERT INTO {events} ({node_id}, {kind}, {ts}, {address}, {queue}, {message_id}, {size}, "
-                "{delivery_count}, {message_ts}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            ),
         }
         dup = s.duplicate_ids
         if self._backend == "sqlite":
@@ -247,14 +254,15 @@ class JournalStore:
         unreachable, each request is retried alone so one bad request cannot
         fail the others.
         """
+        dbapi = self.engine.dialect.dbapi
         try:
             with self.engine.begin() as conn:
                 return self._apply_all(conn, requests)
-        except OperationalError as exc:
-            msg = f"journal store unavailable: {exc.orig}"
+        except (OperationalError, dbapi.OperationalError) as exc:
+            msg = f"journal store unavailable: {getattr(exc, 'orig', None) or exc}"
             log.error(msg)
             return [_failed(r, Reason.STORE_UNAVAILABLE, msg) for r in requests]
-        except DBAPIError:
+        except (DBAPIError, dbapi.Error):
             if len(requests) == 1:
                 log.exception("journal append %d failed", requests[0].request_id)
                 return [_failed(requests[0], Reason.INTERNAL, "journal append failed; see the journal log")]
@@ -264,27 +272,36 @@ class JournalStore:
         return out
 
     def _apply_all(self, conn: Connection, requests: list[jpb.AppendRequest]) -> list[jpb.AppendResponse]:
-        epoch = int(conn.execute(select(s.node_state.c.value).where(s.node_state.c.key == "epoch")).scalar() or 0)
-        out = []
-        for req in requests:
-            if req.epoch != epoch:
-                out.append(
-                    _failed(
-                        req,
-                        Reason.FENCED,
-                        f"append from epoch {req.epoch} refused: the store was claimed at epoch {epoch}",
+        # The hot statements go straight to this transaction's DBAPI cursor:
+        # SQLAlchemy's per-statement work would cost more than the SQL.
+        cur = conn.connection.cursor()
+        try:
+            # The epoch is read under the write lock (SQLite: BEGIN IMMEDIATE;
+            # PostgreSQL: FOR UPDATE), so an owner that claims the store
+            # between this check and the commit cannot be overwritten.
+            for stmt in self._sql["lock_epoch"]:
+                cur.execute(stmt)
+            row = cur.fetchone()
+            epoch = int(row[0]) if row else 0
+            out = []
+            for req in requests:
+                if req.epoch != epoch:
+                    out.append(
+                        _failed(
+                            req,
+                            Reason.FENCED,
+                            f"append from epoch {req.epoch} refused: the store was claimed at epoch {epoch}",
+                        )
                     )
-                )
-                continue
-            self._apply_one(conn, req)
-            out.append(jpb.AppendResponse(request_id=req.request_id, ok=True))
-        return out
+                    continue
+                self._apply_one(conn, cur, req)
+                out.append(jpb.AppendResponse(request_id=req.request_id, ok=True))
+            return out
+        finally:
+            cur.close()
 
-    def _apply_one(self, conn: Connection, r: jpb.AppendRequest) -> None:
-        # The hot parts (messages, refs, acks, events) go to the driver's
-        # executemany as plain tuples: SQLAlchemy's per-row parameter
-        # processing would cost more than the SQL itself.
-        run = conn.exec_driver_sql
+    def _apply_one(self, conn: Connection, cur, r: jpb.AppendRequest) -> None:
+        run = cur.executemany
         sql = self._sql
         if r.reserve_message_ids_to:
             conn.execute(
@@ -305,18 +322,18 @@ class JournalStore:
         multi = self._multi
         if r.add_messages:
             multi["add_message"].run(
-                conn,
+                cur,
                 [
                     (m.message_id, m.address, m.size, m.timestamp, m.large, m.queue_id or None, m.delivery_count, m.data)
                     for m in r.add_messages
                 ],
             )
         if r.add_refs:
-            multi["add_ref"].run(conn, [(f.queue_id, f.message_id, f.delivery_count) for f in r.add_refs])
+            multi["add_ref"].run(cur, [(f.queue_id, f.message_id, f.delivery_count) for f in r.add_refs])
         if r.add_large_chunks:
             run(sql["add_chunk"], [(c.message_id, c.seq, c.data) for c in r.add_large_chunks])
         for cp in r.copy_large_messages:
-            run(sql["copy_chunks"], (cp.to_message_id, cp.from_message_id))
+            cur.execute(sql["copy_chunks"], (cp.to_message_id, cp.from_message_id))
         if r.add_duplicate_ids:
             conn.execute(
                 self._upsert_dup,
@@ -333,9 +350,9 @@ class JournalStore:
             for f in r.delete_refs:
                 by_queue.setdefault(f.queue_id, []).append((f.message_id,))
             for queue_id, ids in by_queue.items():
-                multi["del_ref"].run(conn, ids, (queue_id,))
+                multi["del_ref"].run(cur, ids, (queue_id,))
         if r.delete_messages:
-            multi["del_message"].run(conn, [(m,) for m in r.delete_messages])
+            multi["del_message"].run(cur, [(m,) for m in r.delete_messages])
         if r.delete_large_messages:
             ids = [(m,) for m in r.delete_large_messages]
             run(sql["del_message"], ids)
@@ -351,7 +368,7 @@ class JournalStore:
             node = self.node_id
             kinds = s.EVENT_KIND_NAMES
             multi["add_event"].run(
-                conn,
+                cur,
                 [
                     (node, kinds.get(e.kind, "UNKNOWN"), e.timestamp, e.address, e.queue, e.message_id, e.size,
                      e.delivery_count, e.message_timestamp)
@@ -472,12 +489,13 @@ class _MultiRow:
             text_ = self._sql[k] = self._head + self._joiner.join([self._group] * k) + self._tail
         return text_
 
-    def run(self, conn: Connection, rows: list[tuple], prefix: tuple = ()) -> None:
+    def run(self, cur, rows: list[tuple], prefix: tuple = ()) -> None:
+        """Execute on a DBAPI cursor."""
         i, n = 0, len(rows)
         for size in _CHUNK_SIZES:
             while n - i >= size:
                 params = prefix + tuple(chain.from_iterable(rows[i : i + size]))
-                conn.exec_driver_sql(self.sql(size), params)
+                cur.execute(self.sql(size), params)
                 i += size
 
 

@@ -1,10 +1,11 @@
-"""Group commit: one thread owns the writes; whatever queues up while a
+"""Group commit: one thread feeds the writes; whatever queues up while a
 transaction commits becomes the next transaction.
 
 Callers on any event loop submit an AppendRequest and await a future; the
 event loop never waits on SQL. The batch grows with load by itself (no timer),
 so a lone append commits at once and a flood of appends costs one fsync per
-batch rather than one per message.
+batch rather than one per message. The thread hands each batch to `apply`
+(the writer process, see writer_process.py) and waits with the GIL released.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ import queue
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 from meshmq.v1 import journal_pb2 as jpb
-
-from .store import JournalStore
 
 log = logging.getLogger("meshmq.journal")
 
@@ -30,9 +30,12 @@ def record_count(req: jpb.AppendRequest) -> int:
     return 1 + len(req.add_messages) + len(req.add_refs) + len(req.delete_refs) + len(req.delete_messages) + len(req.events) + len(req.add_large_chunks)
 
 
+ApplyBatch = Callable[[list[jpb.AppendRequest]], list[jpb.AppendResponse]]
+
+
 class GroupCommitWriter:
-    def __init__(self, store: JournalStore, *, max_batch_records: int = 5000) -> None:
-        self._store = store
+    def __init__(self, apply: ApplyBatch, *, max_batch_records: int = 5000) -> None:
+        self._apply = apply
         self._max = max_batch_records
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
@@ -83,7 +86,7 @@ class GroupCommitWriter:
                 size += record_count(item[0])
             started = time.perf_counter()
             try:
-                responses = self._store.apply([b[0] for b in batch])
+                responses = self._apply([b[0] for b in batch])
             except Exception as exc:  # a bug, not a store failure: fail the batch, keep the thread
                 log.exception("journal writer failed")
                 responses = [

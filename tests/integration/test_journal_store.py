@@ -91,3 +91,76 @@ def test_unreachable_postgresql_is_a_clear_error():
     st = JournalStore("postgresql+psycopg://nobody@127.0.0.1:1/none")
     with pytest.raises(StoreError, match="unreachable"):
         st.open("n")
+
+
+def _make_v1_store(url: str) -> None:
+    """A store as schema version 1 left it: messages keyed by a BIGINT primary
+    key (a separate index on SQLite) and an index on messages.queue_id."""
+    from sqlalchemy import BigInteger, Boolean, Column, Integer, LargeBinary, MetaData, String, Table
+
+    from services.journal import schema as s
+    from services.journal.store import create_store_engine
+
+    v1 = MetaData()
+    for table in s.metadata.tables.values():
+        if table.name != "messages":
+            table.to_metadata(v1)
+    Table(
+        "messages", v1,
+        Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+        Column("address", String(255), nullable=False),
+        Column("size", BigInteger, nullable=False),
+        Column("timestamp", BigInteger, nullable=False),
+        Column("large", Boolean, nullable=False),
+        Column("queue_id", BigInteger, nullable=True, index=True),
+        Column("delivery_count", Integer, nullable=False),
+        Column("data", LargeBinary, nullable=False),
+    )
+    engine = create_store_engine(url)
+    with engine.begin() as conn:
+        v1.create_all(conn)
+        conn.execute(
+            text("INSERT INTO node_state (key, value) VALUES ('node_id', 'v1-node'), ('epoch', '3'), "
+                 "('schema_version', '1'), ('reserved_message_ids_to', '100')")
+        )
+        conn.execute(
+            text("INSERT INTO queues (queue_id, name, address, routing_type, filter, auto_created) "
+                 "VALUES (1, 'q1', 'a', 2, '', false), (2, 'q2', 'a', 2, '', false)")
+        )
+        conn.execute(
+            text("INSERT INTO messages (message_id, address, size, timestamp, large, queue_id, delivery_count, data) "
+                 "VALUES (7, 'a', 3, 1, false, 1, 2, :one), (8, 'a', 3, 1, false, NULL, 0, :two)"),
+            {"one": b"one", "two": b"two"},
+        )
+        conn.execute(text("INSERT INTO message_refs (queue_id, message_id, delivery_count) VALUES (1, 8, 0), (2, 8, 1)"))
+    engine.dispose()
+
+
+def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
+    from sqlalchemy import inspect
+
+    _make_v1_store(store_url)
+    st = JournalStore(store_url)
+    opened = st.open("n")
+    assert opened.schema_version == 2 and opened.node_id == "v1-node" and opened.epoch == 4
+    pages = list(st.load_pages())
+    assert [(m.message_id, m.queue_id, m.delivery_count, m.data) for p in pages for m in p.messages] == [
+        (7, 1, 2, b"one"),
+        (8, 0, 0, b"two"),
+    ]
+    assert [(f.queue_id, f.message_id, f.delivery_count) for p in pages for f in p.refs] == [(1, 8, 0), (2, 8, 1)]
+    with st.engine.connect() as conn:
+        assert [ix["name"] for ix in inspect(conn).get_indexes("messages")] == []
+        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "2"
+        if st.engine.dialect.name == "sqlite":
+            # message_id is the rowid now: no separate primary-key index
+            assert conn.exec_driver_sql("PRAGMA index_list(messages)").all() == []
+    more = jpb.AppendRequest(request_id=1, epoch=opened.epoch, delete_messages=[7])
+    more.add_messages.add(message_id=9, data=b"x", address="a", size=1, timestamp=1, queue_id=2)
+    assert st.apply([more])[0].ok
+    assert st.count("messages") == 2
+    st.close()
+    # and a second open finds version 2 and leaves it alone
+    again = JournalStore(store_url)
+    assert again.open("n").schema_version == 2 and again.count("messages") == 2
+    again.close()

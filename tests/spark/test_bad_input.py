@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from meshmq.cli.analytics import analytics
+from spark.store import SCHEMA_VERSION
 from tests.fixtures.nodes import free_port
 from tests.spark.workload import sqlite_url
 
@@ -83,7 +84,7 @@ def test_a_store_of_an_older_schema_version(spark_session, sqlite_cluster, tmp_p
     with sqlite3.connect(path) as db:
         db.execute("UPDATE node_state SET value = '0' WHERE key = 'schema_version'")
     assert_clean_error(run_cli("--store", sqlite_url(path), "--out", str(tmp_path / "out")),
-                       f"store sqlite:///{path} has journal schema version 0; this report reads version 1")
+                       f"store sqlite:///{path} has journal schema version 0; this report reads version {SCHEMA_VERSION}")
 
 
 def test_a_store_missing_a_column(spark_session, sqlite_cluster, tmp_path):

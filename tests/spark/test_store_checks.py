@@ -6,7 +6,15 @@ import pytest
 
 from spark.errors import AnalyticsError
 from spark.jdbc import parse_store_url
-from spark.store import REQUIRED_COLUMNS, NodeStore, check_catalog, check_distinct_nodes, check_node_state
+from services.journal import schema as journal_schema
+from spark.store import (
+    REQUIRED_COLUMNS,
+    SCHEMA_VERSION,
+    NodeStore,
+    check_catalog,
+    check_distinct_nodes,
+    check_node_state,
+)
 
 STORE = "sqlite:////d/journal.db"
 
@@ -38,12 +46,16 @@ def test_missing_columns_and_tables_are_all_named():
     assert "older or different journal schema: missing events.message_ts, message_refs;" in str(err.value)
 
 
+def test_the_report_reads_the_version_the_journal_writes():
+    assert SCHEMA_VERSION == str(journal_schema.SCHEMA_VERSION)
+
+
 def test_node_state_of_this_version_gives_the_node():
-    assert check_node_state(STORE, {"schema_version": "1", "node_id": "abc", "node_name": "a"}) == ("abc", "a")
+    assert check_node_state(STORE, {"schema_version": SCHEMA_VERSION, "node_id": "abc", "node_name": "a"}) == ("abc", "a")
 
 
 def test_another_schema_version_is_refused_naming_both():
-    with pytest.raises(AnalyticsError, match="has journal schema version 0; this report reads version 1"):
+    with pytest.raises(AnalyticsError, match=f"has journal schema version 0; this report reads version {SCHEMA_VERSION}"):
         check_node_state(STORE, {"schema_version": "0", "node_id": "abc"})
 
 
@@ -51,7 +63,7 @@ def test_no_version_and_no_node_id_are_refused():
     with pytest.raises(AnalyticsError, match="no schema_version"):
         check_node_state(STORE, {"node_id": "abc"})
     with pytest.raises(AnalyticsError, match="no node_id"):
-        check_node_state(STORE, {"schema_version": "1"})
+        check_node_state(STORE, {"schema_version": SCHEMA_VERSION})
 
 
 def _node(url: str, node_id: str) -> NodeStore:
