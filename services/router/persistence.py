@@ -26,7 +26,7 @@ log = logging.getLogger("meshmq.router.persistence")
 
 # Enough to keep the journal's queue non-empty while answers travel back;
 # more would only cut the requests smaller.
-MAX_APPENDS_IN_FLIGHT = 4
+MAX_APPENDS_IN_FLIGHT = 16
 
 
 class JournalBatcher:
