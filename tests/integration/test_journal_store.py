@@ -164,3 +164,73 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     again = JournalStore(store_url)
     assert again.open("n").schema_version == 2 and again.count("messages") == 2
     again.close()
+
+
+def _table_contents(st: JournalStore) -> dict[str, list]:
+    from services.journal import schema as s
+
+    with st.engine.connect() as conn:
+        out = {}
+        for name, table in s.metadata.tables.items():
+            if name == "node_state":
+                continue
+            cols = [c for c in table.columns if c.name not in ("event_id", "node_id")]
+            query = table.select().with_only_columns(*cols)
+            if name == "events":
+                query = query.order_by(table.c.event_id)
+            rows = [tuple(row) for row in conn.execute(query)]
+            # events keep their order of writing; other tables are sets
+            out[name] = rows if name == "events" else sorted(rows)
+        return out
+
+
+def _interleaved_requests(epoch: int) -> list[jpb.AppendRequest]:
+    """Row-only requests around definition changes, with later requests undoing earlier ones."""
+    reqs = [jpb.AppendRequest(request_id=i + 1, epoch=epoch) for i in range(7)]
+    a, b, c, d, e, f, g = reqs
+    a.add_addresses.add(name="addr", routing_types=1)
+    a.add_queues.add(queue_id=1, name="q1", address="addr", routing_type=1)
+    a.add_queues.add(queue_id=2, name="q2", address="addr", routing_type=2)
+    b.add_messages.add(message_id=10, data=b"ten", address="addr", size=3, timestamp=1, queue_id=1)
+    b.add_messages.add(message_id=11, data=b"eleven", address="addr", size=6, timestamp=1)
+    b.add_refs.add(queue_id=1, message_id=11)
+    b.add_refs.add(queue_id=2, message_id=11)
+    b.add_duplicate_ids.add(address="addr", duplicate_id="x", position=1)
+    b.events.add(timestamp=5, kind=jpb.ENQUEUED, address="addr", queue="q1", message_id=10, size=3, message_timestamp=1)
+    c.delete_messages.append(10)  # acknowledged in the very next request
+    c.update_delivery_counts.add(queue_id=2, message_id=11, delivery_count=2)
+    c.delete_duplicate_ids.add(address="addr", duplicate_id="x", position=1)
+    c.add_duplicate_ids.add(address="addr", duplicate_id="y", position=2)
+    c.events.add(timestamp=6, kind=jpb.ACKNOWLEDGED, address="addr", queue="q1", message_id=10, size=3,
+                 delivery_count=1, message_timestamp=1)
+    d.delete_refs.add(queue_id=1, message_id=11)
+    d.add_messages.add(message_id=12, data=b"twelve", address="addr", size=6, timestamp=2, queue_id=2)
+    d.add_duplicate_ids.add(address="addr", duplicate_id="x", position=3)  # x again after its eviction
+    e.delete_queues.append(2)  # a definition between row-only requests
+    e.delete_addresses.append("addr")
+    f.add_addresses.add(name="addr", routing_types=2)  # ... and the address comes straight back
+    f.add_queues.add(queue_id=3, name="q2", address="addr", routing_type=2)
+    g.add_messages.add(message_id=13, data=b"thirteen", address="addr", size=8, timestamp=3, queue_id=3)
+    g.delete_duplicate_ids.add(address="addr", duplicate_id="y", position=2)
+    g.events.add(timestamp=7, kind=jpb.ENQUEUED, address="addr", queue="q2", message_id=13, size=8, message_timestamp=3)
+    return reqs
+
+
+def test_a_group_of_requests_stores_what_applying_them_one_by_one_stores(store_url, tmp_path, request):
+    together = JournalStore(store_url)
+    o = together.open("n")
+    assert all(r.ok for r in together.apply(_interleaved_requests(o.epoch)))
+    grouped = _table_contents(together)
+    together.close()
+    if "sqlite" in store_url:
+        other_url = f"sqlite:///{tmp_path}/one-by-one.db"
+    else:
+        other_url = request.getfixturevalue("make_pg_url")()
+    alone = JournalStore(other_url)
+    o = alone.open("n")
+    for req in _interleaved_requests(o.epoch):
+        assert alone.apply([req])[0].ok
+    assert _table_contents(alone) == grouped
+    assert grouped["messages"] and grouped["duplicate_ids"] == [("addr", "x", 3)]
+    assert [(a[0], a[1]) for a in grouped["addresses"]] == [("addr", 2)]
+    alone.close()
