@@ -56,6 +56,9 @@ def _sqlite_pragmas(sync: bool):
         # that costs no extra I/O; acknowledged bodies may linger in free pages
         # until reused, as records do in Artemis's journal files until compaction.
         cur.execute("PRAGMA secure_delete=FAST")
+        # Statement journals (multi-row statements inside a transaction) in
+        # memory: Debian's build would create, write and unlink a temp file each time.
+        cur.execute("PRAGMA temp_store=MEMORY")
         cur.close()
 
     return on_connect
