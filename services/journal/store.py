@@ -27,6 +27,8 @@ log = logging.getLogger("meshmq.journal")
 
 LOAD_PAGE_MESSAGES = 2000
 CHECKPOINT_PERIOD_S = 0.25
+# The writer finishes a checkpoint once the WAL is this long (16 MiB of 4 KiB pages).
+WAL_RESTART_FRAMES = 4096
 WAL_SIZE_LIMIT = 64 * 2**20
 
 
@@ -96,9 +98,15 @@ class JournalStore:
         self._prepare_statements()
         self._checkpointer: threading.Thread | None = None
         self._stop = threading.Event()
+        # WAL length seen by the last background checkpoint (SQLite).
+        self._wal_frames = 0
 
     def start_checkpointer(self) -> None:
-        """SQLite only: move WAL pages into the database off the commit path."""
+        """SQLite only: move WAL pages into the database off the commit path.
+
+        Call it in the process that writes (the writer process): the writer
+        finishes the checkpoints this thread starts (see `apply`).
+        """
         if self._backend != "sqlite" or self._checkpointer is not None:
             return
         self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="journal-checkpointer", daemon=True)
@@ -108,10 +116,26 @@ class JournalStore:
         with self.engine.connect() as conn:
             while not self._stop.wait(CHECKPOINT_PERIOD_S):
                 try:
-                    # PASSIVE never blocks the writer; pages in use are left for the next pass.
-                    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+                    # PASSIVE never blocks the writer; frames written meanwhile are left over.
+                    _, frames, _ = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    self._wal_frames = frames
                 except DBAPIError as exc:
                     log.warning("WAL checkpoint failed: %s", exc)
+
+    def _restart_wal(self, conn: Connection) -> None:
+        """Backfill the frames written since the last background pass, between
+        two of the writer's transactions.
+
+        Under a steady stream of commits a background checkpoint never sees
+        the whole WAL copied when a transaction begins, so SQLite never starts
+        the WAL over: it grew without bound (measured: 160 MB in 8 s at 25k
+        msg/s) and every page lookup walked a longer WAL index (a transaction
+        went from 2 ms to 9 ms). Done here, nothing is committed in between,
+        the next transaction restarts the WAL, and the copy is small because
+        the background pass did most of it.
+        """
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        self._wal_frames = 0
 
     # ---------------------------------------------------------------- open
 
@@ -264,6 +288,9 @@ class JournalStore:
         """
         dbapi = self.engine.dialect.dbapi
         try:
+            if self._wal_frames > WAL_RESTART_FRAMES:
+                with self.engine.connect() as conn:
+                    self._restart_wal(conn)
             with self.engine.begin() as conn:
                 return self._apply_all(conn, requests)
         except (OperationalError, dbapi.OperationalError) as exc:
