@@ -1,19 +1,24 @@
 """End-to-end throughput and confirm latency of one node on SQLite.
 
-Starts a fresh node for each mode (`meshmq serve router`, embedded journal,
+Starts a fresh node for each run (`meshmq serve router`, embedded journal,
 SQLite WAL with synchronous=FULL: a durable confirm means the commit reached
 the disk), then runs one producer and one consumer concurrently in one client
 process with 1 KB messages and prints one JSON line per run: messages/s end
-to end and p50/p99 confirm latency.
+to end and p50/p99 confirm latency, then a table of all runs.
 
-Modes: `durable` and `non-durable` send as fast as the confirmation window
-allows (saturation: the most msg/s; the latency there is mostly queueing
-behind the window). `durable@RATE` sends durable messages at RATE msg/s on a
-schedule and counts each confirm from when its message was due: the latency
-a user sending at that rate sees (see meshmq/perf.py).
+A mode is KIND[@RATE][/WINDOW]:
 
-    .venv/bin/python bench/throughput.py [--count 200000] [--size 1024]
-        [--modes durable,non-durable,durable@25000] [--repeat 3]
+* KIND is `durable` or `non-durable`.
+* Without @RATE the producer sends as fast as its confirmation window allows
+  (saturation: the most msg/s; the confirm latency there is mostly queueing
+  behind the window, window / throughput by Little's law). With @RATE it
+  sends RATE msg/s on a schedule and counts each confirm from when its
+  message was due: the latency a user sending at that rate sees
+  (see meshmq/perf.py).
+* /WINDOW sets confirmationWindowSize in bytes (default: the SDK's, 1 MiB).
+
+    .venv/bin/python bench/throughput.py [--count 200000] [--size 1024] [--repeat 3]
+        [--modes durable,durable/524288,durable@25000,non-durable,non-durable/524288]
 """
 
 from __future__ import annotations
@@ -56,11 +61,22 @@ def start_node(workdir: Path, sync: bool) -> tuple[subprocess.Popen, str]:
     return proc, "meshmq://" + json.loads(ready.read_text())["endpoints"][0]
 
 
+def parse_mode(mode: str) -> tuple[bool, float | None, int | None]:
+    """(durable, rate or None, window or None) of KIND[@RATE][/WINDOW]."""
+    head, _, window = mode.partition("/")
+    kind, _, rate = head.partition("@")
+    if kind not in ("durable", "non-durable"):
+        raise SystemExit(f"unknown mode {mode!r}: KIND[@RATE][/WINDOW], KIND durable or non-durable")
+    try:
+        return kind == "durable", float(rate) if rate else None, int(window) if window else None
+    except ValueError:
+        raise SystemExit(f"bad mode {mode!r}: RATE is msg/s and WINDOW bytes, e.g. durable@25000/524288") from None
+
+
 async def run(url: str, count: int, size: int, mode: str) -> dict:
-    kind, _, rate = mode.partition("@")
-    durable = kind == "durable"
+    durable, rate, _ = parse_mode(mode)
     address = f"bench.{'durable' if durable else 'nondurable'}"
-    prod, cons, total = await perf.client(url, address, count, size, durable, rate=float(rate) if rate else None)
+    prod, cons, total = await perf.client(url, address, count, size, durable, rate=rate)
     return {
         "mode": mode,
         "messages": cons.messages,
@@ -78,10 +94,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
-    ap.add_argument("--modes", default="durable,non-durable,durable@25000")
+    ap.add_argument("--modes", default="durable,durable/524288,durable@25000,non-durable,non-durable/524288")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, each on a fresh node")
-    ap.add_argument("--window", type=int, default=0, help="confirmationWindowSize in bytes (0 = the SDK default, 1 MiB)")
     args = ap.parse_args()
+    modes = args.modes.split(",")
+    for mode in modes:
+        parse_mode(mode)
     try:
         import uvloop
 
@@ -89,22 +107,25 @@ def main() -> None:
     except ImportError:
         pass
     print(f"# machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
-    for mode in args.modes.split(","):
-        kind = mode.partition("@")[0]
-        if kind not in ("durable", "non-durable"):
-            raise SystemExit(f"unknown mode {mode!r}: durable, non-durable or durable@RATE")
+    results = []
+    for mode in modes:
+        window = parse_mode(mode)[2]
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
                 proc, url = start_node(Path(tmp), sync=True)
-                if args.window:
-                    url += f"?confirmationWindowSize={args.window}"
+                if window:
+                    url += f"?confirmationWindowSize={window}"
                 try:
                     result = asyncio.run(run(url, args.count, args.size, mode))
-                    result["window"] = args.window or 1048576
+                    result["window"] = window or 1048576
                     print(json.dumps(result), flush=True)
+                    results.append(result)
                 finally:
                     proc.terminate()
                     proc.wait(30)
+    print(f"\n{'mode':<28} {'msg/s':>9} {'confirm p50':>12} {'confirm p99':>12}")
+    for r in results:
+        print(f"{r['mode']:<28} {r['msg_per_s']:>9,} {r['confirm_p50_ms']:>9.1f} ms {r['confirm_p99_ms']:>9.1f} ms")
 
 
 if __name__ == "__main__":
