@@ -15,10 +15,10 @@ A mode is KIND[@RATE][/WINDOW]:
   sends RATE msg/s on a schedule and counts each confirm from when its
   message was due: the latency a user sending at that rate sees
   (see meshmq/perf.py).
-* /WINDOW sets confirmationWindowSize in bytes (default: the SDK's, 1 MiB).
+* /WINDOW sets confirmationWindowSize in bytes (default: the SDK's, 512 KiB).
 
     .venv/bin/python bench/throughput.py [--count 200000] [--size 1024] [--repeat 3]
-        [--modes durable,durable/524288,durable@25000,non-durable,non-durable/524288]
+        [--modes durable,durable/1048576,durable@25000,non-durable,non-durable/1048576]
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from meshmq import perf  # noqa: E402
+from meshmq.client.uri import ClientOptions  # noqa: E402
 
 
 def start_node(workdir: Path, sync: bool) -> tuple[subprocess.Popen, str]:
@@ -94,7 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
-    ap.add_argument("--modes", default="durable,durable/524288,durable@25000,non-durable,non-durable/524288")
+    ap.add_argument("--modes", default="durable,durable/1048576,durable@25000,non-durable,non-durable/1048576")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, each on a fresh node")
     args = ap.parse_args()
     modes = args.modes.split(",")
@@ -117,7 +118,7 @@ def main() -> None:
                     url += f"?confirmationWindowSize={window}"
                 try:
                     result = asyncio.run(run(url, args.count, args.size, mode))
-                    result["window"] = window or 1048576
+                    result["window"] = window or ClientOptions().confirmationWindowSize
                     print(json.dumps(result), flush=True)
                     results.append(result)
                 finally:

@@ -137,14 +137,9 @@ class WriterProcess:
                     frames = read_message(self._proc.stdout)
                     if frames is not None and len(frames) == len(requests):
                         return [jpb.AppendResponse.FromString(f) for f in frames]
-                    raise EOFError("no answer")
+                    raise EOFError("its pipe closed" if frames is None else "a malformed answer")
                 except (OSError, EOFError, ValueError) as exc:
-                    code = self._proc.poll()
-                    self._dead = (
-                        f"the journal writer process exited (code {code})"
-                        if code is not None
-                        else f"the journal writer process stopped answering ({exc})"
-                    )
+                    self._dead = self._gone(exc)
                     log.critical("%s", self._dead)
             return [
                 jpb.AppendResponse(
@@ -152,6 +147,16 @@ class WriterProcess:
                 )
                 for r in requests
             ]
+
+    def _gone(self, exc: BaseException) -> str:
+        """Why the process no longer answers; one that is still running is killed."""
+        try:
+            code = self._proc.wait(2)  # a closed pipe usually means it just died
+            return f"the journal writer process exited (code {code})"
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+            return f"the journal writer process stopped answering ({exc or type(exc).__name__}); killed it"
 
     def close(self) -> None:
         """Close the pipe; the process checkpoints, closes its store and exits."""
