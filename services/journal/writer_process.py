@@ -14,6 +14,8 @@ The process owns every write to the store: appends and WAL checkpoints. It
 exits when its pipe closes (its owner stopped or died: a kill -9 of the
 router ends it too), after finishing the transaction in hand; a successor
 owner raises the epoch first, so nothing it might still write is accepted.
+It ignores SIGINT and SIGTERM: those reach a whole process group (Ctrl-C, a
+service manager), and the owner still needs it to store its last batch.
 
 Protocol on stdin/stdout: a message is a little-endian uint32 frame count,
 then each frame as uint32 length + bytes. The first message to the child is
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import signal
 import struct
 import subprocess
@@ -117,6 +120,13 @@ class WriterProcess:
         )
         try:
             write_message(self._proc.stdin, [self._settings])
+            ready, _, _ = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)
+            if not ready:
+                self._proc.kill()
+                self.close()
+                raise WriterProcessError(
+                    f"the journal writer process did not open the store within {START_TIMEOUT_S:.0f} s"
+                )
             answer = read_message(self._proc.stdout)
         except (OSError, EOFError) as exc:
             answer = None

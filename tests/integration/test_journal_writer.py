@@ -113,3 +113,15 @@ async def test_a_signal_to_the_whole_process_group_stops_the_node_cleanly(nodes,
             got.append(m.body)
             m.ack()
         assert got == [b"%d" % i for i in range(50)]
+
+
+def test_a_writer_process_that_cannot_open_its_store_says_why(tmp_path):
+    from services.journal.store import StoreError
+    from services.journal.writer_process import WriterProcess
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the store's directory should be")
+    proc = WriterProcess(f"sqlite:///{blocker}/journal.db", sync=True, node_id="n")
+    with pytest.raises(StoreError, match="the journal writer process did not start: error: .*not-a-dir"):
+        proc.start()
+    assert proc.pid is None  # nothing left running
