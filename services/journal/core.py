@@ -31,6 +31,7 @@ class JournalCore:
         self.writer_process: WriterProcess | None = None
         self.writer: GroupCommitWriter | None = None
         self._max_batch_records = max_batch_records
+        self._starting = asyncio.Lock()  # two Opens at once start one writer process
 
     @property
     def description(self) -> str:
@@ -38,12 +39,13 @@ class JournalCore:
 
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
         resp = await asyncio.to_thread(self.store.open, req.node_name)
-        if self.writer is None:
-            process = WriterProcess(self.url, sync=self.sync, node_id=resp.node_id)
-            await asyncio.to_thread(process.start)
-            self.writer_process = process
-            self.writer = GroupCommitWriter(process.apply, max_batch_records=self._max_batch_records)
-            self.writer.start()
+        async with self._starting:
+            if self.writer is None:
+                process = WriterProcess(self.url, sync=self.sync, node_id=resp.node_id)
+                await asyncio.to_thread(process.start)
+                self.writer_process = process
+                self.writer = GroupCommitWriter(process.apply, max_batch_records=self._max_batch_records)
+                self.writer.start()
         log.info("journal opened: node %s epoch %d store %s", resp.node_id, resp.epoch, resp.store)
         return resp
 

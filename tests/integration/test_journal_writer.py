@@ -37,6 +37,17 @@ def gone(proc: psutil.Process) -> bool:
         return True
 
 
+async def drain(node, queue: str) -> list[bytes]:
+    """Every body waiting on `queue`, in order, acknowledged."""
+    async with await connect(node.url) as conn:
+        c = await (await conn.session()).create_consumer(queue)
+        got = []
+        while (m := await c.receive(2)) is not None:
+            got.append(m.body)
+            m.ack()
+        return got
+
+
 def test_frames_round_trip_and_a_cut_frame_is_an_error():
     buf = io.BytesIO()
     write_message(buf, [b"one", b"", b"x" * 70_000])
@@ -80,13 +91,7 @@ async def test_kill9_of_the_journal_writer_halts_the_router_without_losing_a_con
     log = node.log_tail()
     assert "journal writer process exited" in log and "cannot write its journal" in log
     node.start()
-    async with await connect(node.url) as conn:
-        c = await (await conn.session()).create_consumer("victim.q")
-        got = []
-        while (m := await c.receive(2)) is not None:
-            got.append(m.body)
-            m.ack()
-        assert got == [b"%d" % i for i in range(200)]
+    assert await drain(node, "victim.q") == [b"%d" % i for i in range(200)]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -106,13 +111,7 @@ async def test_a_signal_to_the_whole_process_group_stops_the_node_cleanly(nodes,
     await eventually(lambda: gone(writer), 15, "the journal writer to exit with its router")
     assert "journal writer process exited" not in node.log_tail()
     node.start()
-    async with await connect(node.url) as conn:
-        c = await (await conn.session()).create_consumer("group.q")
-        got = []
-        while (m := await c.receive(2)) is not None:
-            got.append(m.body)
-            m.ack()
-        assert got == [b"%d" % i for i in range(50)]
+    assert await drain(node, "group.q") == [b"%d" % i for i in range(50)]
 
 
 def test_a_writer_process_that_cannot_open_its_store_says_why(tmp_path):
