@@ -15,7 +15,6 @@ from meshmq.errors import Reason
 from meshmq.v1 import journal_pb2 as jpb
 
 from .store import JournalStore, describe_url
-from .writer import GroupCommitWriter
 from .writer_process import WriterProcess
 
 log = logging.getLogger("meshmq.journal")
@@ -28,8 +27,7 @@ class JournalCore:
         # Reads (open, recovery, large-message bodies) use this store; every
         # write goes through the writer process, started once the node id is known.
         self.store = JournalStore(url, sync=sync)
-        self.writer_process: WriterProcess | None = None
-        self.writer: GroupCommitWriter | None = None
+        self.writer: WriterProcess | None = None
         self._max_batch_records = max_batch_records
         self._starting = asyncio.Lock()  # two Opens at once start one writer process
 
@@ -41,11 +39,12 @@ class JournalCore:
         resp = await asyncio.to_thread(self.store.open, req.node_name)
         async with self._starting:
             if self.writer is None:
-                process = WriterProcess(self.url, sync=self.sync, node_id=resp.node_id)
-                await asyncio.to_thread(process.start)
-                self.writer_process = process
-                self.writer = GroupCommitWriter(process.apply, max_batch_records=self._max_batch_records)
-                self.writer.start()
+                writer = WriterProcess(
+                    self.url, sync=self.sync, node_id=resp.node_id, max_batch_records=self._max_batch_records
+                )
+                await asyncio.to_thread(writer.start)
+                await writer.attach()
+                self.writer = writer
         log.info("journal opened: node %s epoch %d store %s", resp.node_id, resp.epoch, resp.store)
         return resp
 
@@ -77,7 +76,5 @@ class JournalCore:
 
     async def close(self) -> None:
         if self.writer is not None:
-            await asyncio.to_thread(self.writer.close)
-        if self.writer_process is not None:
-            await asyncio.to_thread(self.writer_process.close)
+            await self.writer.close()
         self.store.close()

@@ -1,8 +1,9 @@
 """Synchronous SQL access for one node's journal.
 
-Only the journal's writer thread calls `apply`; reads (`load_pages`,
-`read_large`) use their own pooled connections, which SQLite's WAL mode lets
-run beside the writer. Nothing here is ever called on an event loop.
+Only the journal's writer process calls `apply` (writer_process.py); reads
+(`load_pages`, `read_large`) run in the journal service's process on their
+own connections, which SQLite's WAL mode lets run beside the writer. Nothing
+here is ever called on an event loop.
 """
 
 from __future__ import annotations
@@ -536,7 +537,7 @@ class _MultiRow:
     A batch of n rows runs as a few statements whose sizes are powers of two
     (so only ten distinct SQL texts per statement exist, all cached by the
     driver). One statement per chunk instead of one step per row keeps the
-    writer thread's hold on the GIL short and rare.
+    per-row work in SQLite's C code.
     """
 
     def __init__(self, head: str, group: str, joiner: str = ", ", tail: str = "") -> None:

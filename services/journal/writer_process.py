@@ -1,14 +1,20 @@
-"""The journal's SQL writer in a process of its own.
+"""The journal's SQL writer in a process of its own, and group commit.
 
 Why a process: SQL work is mostly C that releases the GIL, but binding
 thousands of parameters per transaction holds it. In one process with the
-router's event loop, the writer thread and the loop keep waiting for each
+router's event loop, a writer thread and the loop kept waiting for each
 other's GIL (measured: a 500-message transaction took ~14 ms in-process and
 ~9 ms alone), so the store, not the disk, capped durable throughput, and the
 second core sat idle. Here the writer has its own interpreter: the journal
 service (in-process for the embedded default, or `meshmq serve journal`)
-keeps its interface and its reads, and hands each group-commit batch to this
-process over a pipe.
+keeps its interface and its reads, and writes each append to this process's
+pipe straight from its event loop.
+
+Group commit happens here: whatever appends are waiting in the pipe when a
+transaction ends become the next transaction (up to `max-batch-records`), so
+a lone append commits at once and a flood of them costs one fsync per batch.
+The owner never waits: it writes appends as they come and resolves their
+futures, in order, as the answers arrive.
 
 The process owns every write to the store: appends and WAL checkpoints. It
 exits when its pipe closes (its owner stopped or died: a kill -9 of the
@@ -20,12 +26,15 @@ service manager), and the owner still needs it to store its last batch.
 Protocol on stdin/stdout: a message is a little-endian uint32 frame count,
 then each frame as uint32 length + bytes. The first message to the child is
 its settings (JSON); it answers `ready` or `error: ...`. After that each
-message is a batch of serialized AppendRequests, answered by as many
-AppendResponses in the same order.
+message to the child is one serialized AppendRequest, and each answer is one
+message holding the AppendResponses of the requests one transaction applied,
+in order.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import json
 import logging
 import os
@@ -34,7 +43,7 @@ import signal
 import struct
 import subprocess
 import sys
-import threading
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -49,22 +58,27 @@ _U32 = struct.Struct("<I")
 READY = b"ready"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
+_READ_SIZE = 1 << 20
 
 
 # ---------------------------------------------------------------- framing
 
 
-def write_message(out: BinaryIO, frames: list[bytes]) -> None:
+def encode_message(frames: list[bytes]) -> bytes:
     parts = [_U32.pack(len(frames))]
     for f in frames:
         parts.append(_U32.pack(len(f)))
         parts.append(f)
-    out.write(b"".join(parts))
+    return b"".join(parts)
+
+
+def write_message(out: BinaryIO, frames: list[bytes]) -> None:
+    out.write(encode_message(frames))
     out.flush()
 
 
 def read_message(inp: BinaryIO) -> list[bytes] | None:
-    """The next message's frames, or None at a clean end of stream."""
+    """The next message's frames (blocking), or None at a clean end of stream."""
     head = inp.read(4)
     if not head:
         return None
@@ -85,6 +99,57 @@ def _read_exact(inp: BinaryIO, n: int, got: bytes = b"") -> bytes:
     return got
 
 
+class FrameBuffer:
+    """Messages parsed from bytes as they arrive, for non-blocking readers."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._pos = 0
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    def next_message(self) -> list[bytes] | None:
+        """The next complete message, or None until more bytes arrive."""
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 4:
+            return None
+        (count,) = _U32.unpack_from(buf, pos)
+        at = pos + 4
+        frames = []
+        for _ in range(count):
+            if len(buf) - at < 4:
+                return None
+            (size,) = _U32.unpack_from(buf, at)
+            if len(buf) - at - 4 < size:
+                return None
+            with memoryview(buf) as view:  # one copy, and the view is gone before the buffer changes
+                frames.append(bytes(view[at + 4 : at + 4 + size]))
+            at += 4 + size
+        self._pos = at
+        if at > _READ_SIZE:  # drop what has been read, now and then rather than per message
+            del buf[:at]
+            self._pos = 0
+        return frames
+
+    @property
+    def pending_bytes(self) -> int:
+        return len(self._buf) - self._pos
+
+
+def record_count(req: jpb.AppendRequest) -> int:
+    """Rough size of a request, to bound a transaction."""
+    return (
+        1
+        + len(req.add_messages)
+        + len(req.add_refs)
+        + len(req.delete_refs)
+        + len(req.delete_messages)
+        + len(req.events)
+        + len(req.add_large_chunks)
+    )
+
+
 # ---------------------------------------------------------------- owner side
 
 
@@ -93,14 +158,19 @@ class WriterProcessError(StoreError):
 
 
 class WriterProcess:
-    """The owner's handle: `apply` is called from one thread (the group-commit
-    writer); it blocks on the pipe with the GIL released."""
+    """The owner's handle, used from one event loop: `start` (blocking, run it
+    in a thread), then `attach` on the loop, then `submit` appends."""
 
-    def __init__(self, url: str, *, sync: bool, node_id: str) -> None:
-        self._settings = json.dumps({"url": url, "sync": sync, "node_id": node_id}).encode()
+    def __init__(self, url: str, *, sync: bool, node_id: str, max_batch_records: int = 5000) -> None:
+        self._settings = json.dumps(
+            {"url": url, "sync": sync, "node_id": node_id, "max_batch_records": max_batch_records}
+        ).encode()
         self._proc: subprocess.Popen | None = None
-        self._lock = threading.Lock()
+        self._out: asyncio.WriteTransport | None = None
+        self._waiting: collections.deque[tuple[int, asyncio.Future[jpb.AppendResponse]]] = collections.deque()
         self._dead: str | None = None
+        self._closing = False
+        self._exited: asyncio.Future[None] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -115,6 +185,7 @@ class WriterProcess:
             [sys.executable, "-m", "services.journal.writer_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            bufsize=0,
             env=env,
             close_fds=True,
         )
@@ -122,8 +193,7 @@ class WriterProcess:
             write_message(self._proc.stdin, [self._settings])
             ready, _, _ = select.select([self._proc.stdout], [], [], START_TIMEOUT_S)
             if not ready:
-                self._proc.kill()
-                self.close()
+                self._abandon()
                 raise WriterProcessError(
                     f"the journal writer process did not open the store within {START_TIMEOUT_S:.0f} s"
                 )
@@ -133,70 +203,174 @@ class WriterProcess:
             log.error("journal writer process failed to start: %s", exc)
         if answer != [READY]:
             detail = answer[0].decode(errors="replace") if answer else f"exited with code {self._proc.wait(5)}"
-            self.close()
+            self._abandon()
             raise WriterProcessError(f"the journal writer process did not start: {detail}")
         log.info("journal writer process %d started", self._proc.pid)
 
-    def apply(self, requests: list[jpb.AppendRequest]) -> list[jpb.AppendResponse]:
-        """Apply a batch in one transaction in the writer process; failed
-        responses (STORE_UNAVAILABLE) if that process is gone."""
-        with self._lock:
-            if self._dead is None:
-                try:
-                    write_message(self._proc.stdin, [r.SerializeToString() for r in requests])
-                    frames = read_message(self._proc.stdout)
-                    if frames is not None and len(frames) == len(requests):
-                        return [jpb.AppendResponse.FromString(f) for f in frames]
-                    raise EOFError("its pipe closed" if frames is None else "a malformed answer")
-                except (OSError, EOFError, ValueError) as exc:
-                    self._dead = self._gone(exc)
-                    log.critical("%s", self._dead)
-            return [
-                jpb.AppendResponse(
-                    request_id=r.request_id, ok=False, reason=Reason.STORE_UNAVAILABLE.value, message=self._dead
-                )
-                for r in requests
-            ]
+    async def attach(self) -> None:
+        """Connect the pipes to the running event loop."""
+        loop = asyncio.get_running_loop()
+        self._exited = loop.create_future()
+        self._out, _ = await loop.connect_write_pipe(asyncio.Protocol, self._proc.stdin)
+        await loop.connect_read_pipe(lambda: _Answers(self), self._proc.stdout)
 
-    def _gone(self, exc: BaseException) -> str:
-        """Why the process no longer answers; one that is still running is killed."""
-        try:
-            code = self._proc.wait(2)  # a closed pipe usually means it just died
-            return f"the journal writer process exited (code {code})"
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-            return f"the journal writer process stopped answering ({exc or type(exc).__name__}); killed it"
+    def submit(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
+        """Queue one append; the future resolves once its transaction committed
+        (or with a failed response: STORE_UNAVAILABLE if the process is gone)."""
+        fut: asyncio.Future[jpb.AppendResponse] = asyncio.get_running_loop().create_future()
+        if self._dead is not None or self._out is None or self._out.is_closing():
+            fut.set_result(self._failed(req.request_id))
+            return fut
+        self._waiting.append((req.request_id, fut))
+        self._out.write(encode_message([req.SerializeToString()]))
+        return fut
 
-    def close(self) -> None:
-        """Close the pipe; the process checkpoints, closes its store and exits."""
-        proc, self._proc = self._proc, None
-        if proc is None:
+    def _answered(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            if not self._waiting:
+                self._lost("it answered a request nobody sent")
+                return
+            _, fut = self._waiting.popleft()
+            if not fut.done():
+                fut.set_result(jpb.AppendResponse.FromString(frame))
+
+    def _lost(self, why: str) -> None:
+        """The process is gone (or misbehaves): fail everything waiting, and later appends."""
+        if self._dead is None:
+            code = self._proc.poll() if self._proc is not None else None
+            if code is None and not self._closing:
+                self._kill()
+                code = self._proc.returncode
+            self._dead = f"the journal writer process exited (code {code})" + (f": {why}" if why else "")
+            if not self._closing:
+                log.critical("%s", self._dead)
+        while self._waiting:
+            rid, fut = self._waiting.popleft()
+            if not fut.done():
+                fut.set_result(self._failed(rid))
+        if self._exited is not None and not self._exited.done():
+            self._exited.set_result(None)
+
+    def _failed(self, request_id: int) -> jpb.AppendResponse:
+        return jpb.AppendResponse(
+            request_id=request_id,
+            ok=False,
+            reason=Reason.STORE_UNAVAILABLE.value,
+            message=self._dead or "the journal writer process is not running",
+        )
+
+    async def close(self) -> None:
+        """Close the pipe; the process finishes what it holds, checkpoints,
+        closes its store and exits. Appends still waiting are answered first."""
+        if self._proc is None:
             return
-        for stream in (proc.stdin, proc.stdout):
+        self._closing = True
+        if self._out is not None:
+            self._out.close()
+        if self._exited is not None:
             try:
-                stream.close()
-            except OSError:
+                await asyncio.wait_for(asyncio.shield(self._exited), STOP_TIMEOUT_S)
+            except asyncio.TimeoutError:
                 pass
+        proc = self._proc
         try:
-            proc.wait(STOP_TIMEOUT_S)
+            await asyncio.to_thread(proc.wait, STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             log.error("journal writer process %d did not stop in %.0f s; killing it", proc.pid, STOP_TIMEOUT_S)
+            self._kill()
+        self._proc = None
+
+    def _abandon(self) -> None:
+        """A process that failed to start: gone, with its pipes."""
+        self._kill()
+        for stream in (self._proc.stdin, self._proc.stdout):
+            stream.close()
+        self._proc = None
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+class _Answers(asyncio.Protocol):
+    """Reads the writer process's answers on the owner's event loop."""
+
+    def __init__(self, owner: WriterProcess) -> None:
+        self._owner = owner
+        self._buffer = FrameBuffer()
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer.feed(data)
+        while (frames := self._buffer.next_message()) is not None:
+            self._owner._answered(frames)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner._lost(str(exc) if exc else "")
 
 
 # ---------------------------------------------------------------- the process
 
 
+class _Requests:
+    """The child's side of the pipe: blocks for the first request of a
+    transaction, then takes whatever else is already waiting."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = FrameBuffer()
+        self._held: jpb.AppendRequest | None = None
+        self.closed = False
+
+    def _read(self, block: bool) -> bool:
+        if not block and not select.select([self._fd], [], [], 0)[0]:
+            return False
+        data = os.read(self._fd, _READ_SIZE)
+        if not data:
+            self.closed = True
+            return False
+        self._buffer.feed(data)
+        return True
+
+    def next_frames(self, block: bool) -> list[bytes] | None:
+        """The next message; None when none is waiting (block=False) or the pipe closed."""
+        while True:
+            frames = self._buffer.next_message()
+            if frames is not None:
+                return frames
+            if self.closed or not self._read(block):
+                return None
+
+    def _next(self, block: bool) -> jpb.AppendRequest | None:
+        frames = self.next_frames(block)
+        return jpb.AppendRequest.FromString(frames[0]) if frames else None
+
+    def batch(self, max_records: int) -> list[jpb.AppendRequest]:
+        """The next transaction's requests; empty once the pipe has closed."""
+        first = self._held or self._next(block=True)
+        self._held = None
+        if first is None:
+            return []
+        out, size = [first], record_count(first)
+        while size < max_records:
+            req = self._next(block=False)
+            if req is None:
+                break
+            n = record_count(req)
+            if size + n > max_records:
+                self._held = req  # starts the next transaction
+                break
+            out.append(req)
+            size += n
+        return out
+
+
 def main() -> int:
-    # Ctrl-C in a terminal or a service manager's SIGTERM reaches the whole
-    # process group; the owner then flushes its last batch through this
-    # process, so it must outlive the signal and leave when its pipe closes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # The protocol gets its own descriptors; anything printed goes to stderr.
-    inp = os.fdopen(os.dup(0), "rb")
+    inp_fd = os.dup(0)
     out = os.fdopen(os.dup(1), "wb")
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -205,7 +379,8 @@ def main() -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s journal-writer pid=%(process)d %(name)s: %(message)s"
     )
     logging.getLogger("sqlalchemy").setLevel(logging.WARNING)
-    first = read_message(inp)
+    requests = _Requests(inp_fd)
+    first = requests.next_frames(block=True)
     if not first:
         return 0
     settings = json.loads(first[0])
@@ -218,28 +393,30 @@ def main() -> int:
         return 1
     store.start_checkpointer()
     write_message(out, [READY])
+    max_records = int(settings.get("max_batch_records") or 5000)
+    transactions = applied = 0
+    busy = 0.0
     try:
-        while True:
+        while batch := requests.batch(max_records):
+            started = time.perf_counter()
             try:
-                frames = read_message(inp)
-            except EOFError:
-                frames = None
-            if frames is None:
-                return 0
-            requests = [jpb.AppendRequest.FromString(f) for f in frames]
-            try:
-                responses = store.apply(requests)
+                responses = store.apply(batch)
             except Exception as exc:  # a bug, not a store failure: fail the batch, keep serving
-                logging.getLogger("meshmq.journal").exception("journal writer failed")
+                log.exception("journal writer failed")
                 responses = [
                     jpb.AppendResponse(request_id=r.request_id, ok=False, reason=Reason.INTERNAL.value, message=str(exc))
-                    for r in requests
+                    for r in batch
                 ]
+            busy += time.perf_counter() - started
+            transactions += 1
+            applied += len(batch)
             try:
                 write_message(out, [r.SerializeToString() for r in responses])
             except BrokenPipeError:
                 return 0
+        return 0
     finally:
+        log.info("journal writer: %d transactions, %d requests, %.2f s in SQL", transactions, applied, busy)
         store.close()
 
 

@@ -124,3 +124,27 @@ def test_a_writer_process_that_cannot_open_its_store_says_why(tmp_path):
     with pytest.raises(StoreError, match="the journal writer process did not start: error: .*not-a-dir"):
         proc.start()
     assert proc.pid is None  # nothing left running
+
+
+def _arrive_in_pieces(messages: list[list[bytes]], piece: int) -> tuple[list[list[bytes]], int]:
+    from services.journal.writer_process import FrameBuffer, encode_message
+
+    data = b"".join(encode_message(m) for m in messages)
+    buf, got = FrameBuffer(), []
+    for at in range(0, len(data), piece):
+        buf.feed(data[at : at + piece])
+        while (m := buf.next_message()) is not None:
+            got.append(m)
+    return got, buf.pending_bytes
+
+
+@pytest.mark.parametrize("piece", [1, 3, 7, 4096, 1 << 30])
+def test_a_frame_buffer_gives_whole_messages_however_the_bytes_arrive(piece):
+    messages = [[b"a" * n, b"", b"z"] for n in range(0, 3000, 250)] + [[]]
+    assert _arrive_in_pieces(messages, piece) == (messages, 0)
+
+
+@pytest.mark.parametrize("piece", [4096, 65_536, 1 << 30])
+def test_a_frame_buffer_keeps_whole_messages_when_it_drops_what_was_read(piece):
+    messages = [[bytes([i]) * 300_000] for i in range(8)] + [[b"tail"]]  # 2.4 MB: past the drop point
+    assert _arrive_in_pieces(messages, piece) == (messages, 0)
