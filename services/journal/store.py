@@ -320,7 +320,7 @@ class JournalStore:
             row = cur.fetchone()
             epoch = int(row[0]) if row else 0
             out = []
-            run: list[jpb.AppendRequest] = []
+            group: list[jpb.AppendRequest] = []  # consecutive row-only requests
             for req in requests:
                 if req.epoch != epoch:
                     out.append(
@@ -333,14 +333,14 @@ class JournalStore:
                     continue
                 out.append(jpb.AppendResponse(request_id=req.request_id, ok=True))
                 if _only_rows(req):
-                    run.append(req)
+                    group.append(req)
                     continue
-                if run:
-                    self._apply_rows(conn, cur, run)
-                    run = []
+                if group:
+                    self._apply_rows(conn, cur, group)
+                    group = []
                 self._apply_rows(conn, cur, [req])
-            if run:
-                self._apply_rows(conn, cur, run)
+            if group:
+                self._apply_rows(conn, cur, group)
             return out
         finally:
             cur.close()
