@@ -37,6 +37,7 @@ import grpc
 
 from meshmq.config import defaults
 from meshmq.errors import MeshMQError, Reason, from_rpc_error
+from meshmq.transport import open_channel
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import discovery_pb2_grpc as dgrpc
 
@@ -600,27 +601,13 @@ class Announcer:
 # --------------------------------------------------------------------------- over gRPC
 
 
-def channel_options() -> list[tuple[str, int]]:
-    return [
-        ("grpc.keepalive_time_ms", 10_000),
-        ("grpc.keepalive_timeout_ms", 5_000),
-        # Reconnect soon after the service comes back (gRPC's default backoff grows to 120 s).
-        ("grpc.initial_reconnect_backoff_ms", 100),
-        ("grpc.min_reconnect_backoff_ms", 100),
-        ("grpc.max_reconnect_backoff_ms", 1_000),
-    ]
-
-
 class GrpcDiscoveryClient:
     """The discovery service in another process (`meshmq serve discovery`)."""
 
     def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None) -> None:
         self.target = target
         self.description = f"discovery service at {target}"
-        if credentials is None:
-            self._channel = grpc.aio.insecure_channel(target, options=channel_options())
-        else:
-            self._channel = grpc.aio.secure_channel(target, credentials, options=channel_options())
+        self._channel = open_channel(target, credentials=credentials)
         self._stub = dgrpc.DiscoveryStub(self._channel)
         self.outage = outage_log(self.description)
 

@@ -19,8 +19,8 @@ import grpc
 
 from meshmq.config.models import BrokerConfig
 from meshmq.discovery_client import Announcer, DiscoveryAPI, GrpcDiscoveryClient, TopologyWatcher
-from meshmq.journal_client import GrpcJournalClient, JournalAPI, channel_options
-from meshmq.tls import bind_listener, channel_credentials
+from meshmq.journal_client import GrpcJournalClient, JournalAPI
+from meshmq.transport import bind_listener, channel_credentials, server_options
 
 log = logging.getLogger("meshmq")
 
@@ -232,7 +232,7 @@ async def run_journal(
 
     j = config.journal
     core = JournalCore(config.journal_url(), sync=j.sync, max_batch_records=j.max_batch_records)
-    server = grpc.aio.server(options=channel_options())
+    server = grpc.aio.server(options=server_options())
     add_journal_service(server, core)
     endpoint = bind_listener(server, j.listen, "journal")
     await server.start()
@@ -262,7 +262,7 @@ async def run_discovery(
     core = DiscoveryCore.for_group(group)
     try:
         await core.start()
-        server = grpc.aio.server(options=channel_options())
+        server = grpc.aio.server(options=server_options())
         add_discovery_service(server, core)
         endpoint = bind_listener(server, config.discovery.listen, "discovery")
         await server.start()

@@ -16,7 +16,7 @@ from typing import Protocol
 import grpc
 
 from meshmq.errors import Reason
-from meshmq.limits import MAX_INTERNAL_FRAME
+from meshmq.transport import open_channel
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
 
@@ -41,25 +41,12 @@ class JournalAPI(Protocol):
     async def close(self) -> None: ...
 
 
-def channel_options(max_receive: int = MAX_INTERNAL_FRAME, max_send: int = MAX_INTERNAL_FRAME) -> list[tuple[str, int]]:
-    """gRPC options for meshmq channels and servers (frame limits, keep-alive)."""
-    return [
-        ("grpc.max_send_message_length", max_send),
-        ("grpc.max_receive_message_length", max_receive),
-        ("grpc.keepalive_time_ms", 10_000),
-        ("grpc.keepalive_timeout_ms", 5_000),
-    ]
-
-
 class GrpcJournalClient:
     """A journal in another process, reached over one pipelined Append stream."""
 
     def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None) -> None:
         self.description = f"journal service at {target}"
-        if credentials is None:
-            self._channel = grpc.aio.insecure_channel(target, options=channel_options())
-        else:
-            self._channel = grpc.aio.secure_channel(target, credentials, options=channel_options())
+        self._channel = open_channel(target, credentials=credentials)
         self._stub = jgrpc.JournalStub(self._channel)
         self._stream: grpc.aio.StreamStreamCall | None = None
         self._pending: dict[int, asyncio.Future[jpb.AppendResponse]] = {}

@@ -8,9 +8,7 @@ import logging
 import grpc
 
 from meshmq.errors import ConnectionFailedError, MeshMQError, from_rpc_error
-from meshmq.journal_client import channel_options
-from meshmq.limits import MAX_CLIENT_FRAME
-from meshmq.tls import channel_credentials
+from meshmq.transport import MAX_CLIENT_FRAME, channel_credentials, channel_options, credentials_metadata, open_channel
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
@@ -36,11 +34,10 @@ class _Node:
 
     def __init__(self, server: Server, options) -> None:
         self.server = server
+        creds = None
         if options.sslEnabled:
             creds = channel_credentials(options.trustStorePath or None, options.keyStorePath or None, options.keyPath or None)
-            self.channel = grpc.aio.secure_channel(server.target, creds, options=_OPTIONS)
-        else:
-            self.channel = grpc.aio.insecure_channel(server.target, options=_OPTIONS)
+        self.channel = open_channel(server.target, credentials=creds, options=_OPTIONS)
         self.broker = bgrpc.BrokerStub(self.channel)
         self.management = mggrpc.ManagementStub(self.channel)
 
@@ -59,10 +56,7 @@ class Connection:
         self.uri = parsed
         opts = parsed.options
         self.policy: LoadBalancingPolicy = policy_from_name(opts.connectionLoadBalancingPolicyClassName)
-        md = []
-        if opts.username:
-            md += [("x-meshmq-username", opts.username), ("x-meshmq-password", opts.password)]
-        self._metadata = tuple(md)
+        self._metadata = credentials_metadata(opts.username, opts.password)
         self._nodes: dict[str, _Node] = {}
         self._sessions: list[Session] = []
         self.topology: list[Server] = []

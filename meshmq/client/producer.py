@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from meshmq.errors import MeshMQError, MessageTooLargeError, error_for
-from meshmq.limits import MAX_CLIENT_FRAME
+from meshmq.transport import MAX_CLIENT_FRAME
 from meshmq.properties import PropertyValue, set_properties
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb

@@ -1,6 +1,6 @@
 """Optional username/password authentication for clients.
 
-Credentials come as call metadata (`x-meshmq-username`, `x-meshmq-password`)
+Credentials come as call metadata (meshmq.transport's USERNAME_KEY and PASSWORD_KEY)
 on every RPC, so sessions and management calls are checked the same way.
 """
 
@@ -12,9 +12,7 @@ from collections.abc import Iterable
 import grpc
 
 from meshmq.errors import BrokerError, Reason
-
-USERNAME_KEY = "x-meshmq-username"
-PASSWORD_KEY = "x-meshmq-password"
+from meshmq.transport import PASSWORD_KEY, USERNAME_KEY
 
 
 class Authenticator:

@@ -13,9 +13,8 @@ from meshmq import __version__
 from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
-from meshmq.journal_client import JournalAPI, channel_options
-from meshmq.limits import MAX_CLIENT_FRAME
-from meshmq.tls import bind_listener
+from meshmq.journal_client import JournalAPI
+from meshmq.transport import MAX_CLIENT_FRAME, bind_listener, server_options
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import management_pb2 as mgpb
@@ -116,7 +115,7 @@ class RouterNode:
         await self.broker.start()
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
-        self.server = grpc.aio.server(options=channel_options(max_receive=MAX_CLIENT_FRAME))
+        self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME))
         bgrpc.add_BrokerServicer_to_server(BrokerServicer(self.broker, auth), self.server)
         mggrpc.add_ManagementServicer_to_server(ManagementServicer(self.broker, auth, self.topology), self.server)
         for acc in self.config.acceptors:

@@ -360,7 +360,7 @@ def test_blocking_api_matches_async(shared_router):
 async def test_oversized_frame_fails_only_its_own_stream(shared_router, conn):
     import grpc
 
-    from meshmq.limits import MAX_CLIENT_FRAME
+    from meshmq.transport import MAX_CLIENT_FRAME
     from meshmq.v1 import broker_pb2 as bpb
     from meshmq.v1 import broker_pb2_grpc as bgrpc
     from meshmq.v1 import messages_pb2 as mpb
