@@ -15,7 +15,7 @@ from typing import Protocol
 
 import grpc
 
-from meshmq.errors import Reason
+from meshmq.errors import Reason, from_rpc_error
 from meshmq.transport import open_channel
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
@@ -23,11 +23,21 @@ from meshmq.v1 import journal_pb2_grpc as jgrpc
 log = logging.getLogger("meshmq.router.journal")
 
 
-
 class JournalAPI(Protocol):
     description: str
 
-    async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse: ...
+    async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
+        """Open the store (creating it and the node id on first start) and
+        return its current epoch, unchanged: opening fences nobody."""
+        ...
+
+    async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
+        """Record an epoch granted by whoever activates the node (today the
+        router, `OpenResponse.epoch + 1` right after open and before load;
+        later the HA coordinator). Appends must then carry it, and appends
+        from older epochs are refused. Raises FencedError, changing nothing,
+        if the grant is not greater than the stored epoch."""
+        ...
 
     def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]: ...
 
@@ -56,6 +66,12 @@ class GrpcJournalClient:
 
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
         return await self._stub.Open(req, wait_for_ready=True, timeout=30)
+
+    async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
+        try:
+            return await self._stub.Activate(req, wait_for_ready=True, timeout=30)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
 
     async def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]:
         async for page in self._stub.Load(req):

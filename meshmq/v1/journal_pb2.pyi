@@ -44,6 +44,18 @@ class OpenResponse(_message.Message):
     schema_version: int
     def __init__(self, node_id: _Optional[str] = ..., epoch: _Optional[int] = ..., next_message_id: _Optional[int] = ..., store: _Optional[str] = ..., schema_version: _Optional[int] = ...) -> None: ...
 
+class ActivateRequest(_message.Message):
+    __slots__ = ("epoch",)
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    def __init__(self, epoch: _Optional[int] = ...) -> None: ...
+
+class ActivateResponse(_message.Message):
+    __slots__ = ("epoch",)
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    epoch: int
+    def __init__(self, epoch: _Optional[int] = ...) -> None: ...
+
 class LoadRequest(_message.Message):
     __slots__ = ("epoch",)
     EPOCH_FIELD_NUMBER: _ClassVar[int]

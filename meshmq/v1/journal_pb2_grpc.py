@@ -39,6 +39,11 @@ class JournalStub:
                 request_serializer=meshmq_dot_v1_dot_journal__pb2.OpenRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_journal__pb2.OpenResponse.FromString,
                 _registered_method=True)
+        self.Activate = channel.unary_unary(
+                '/meshmq.v1.Journal/Activate',
+                request_serializer=meshmq_dot_v1_dot_journal__pb2.ActivateRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_journal__pb2.ActivateResponse.FromString,
+                _registered_method=True)
         self.Load = channel.unary_stream(
                 '/meshmq.v1.Journal/Load',
                 request_serializer=meshmq_dot_v1_dot_journal__pb2.LoadRequest.SerializeToString,
@@ -60,9 +65,27 @@ class JournalServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Open(self, request, context):
-        """Claims the store for a router: creates the node id on first start and
-        raises the activation epoch. Appends carrying an older epoch are refused
-        (fencing), so a router that lost the store can never write to it again.
+        """Opens the store: creates the schema and the node id on first start and
+        returns the CURRENT activation epoch without changing it. Opening never
+        fences anyone: a second opener (a backup on a shared store, a tool) can
+        Load and read beside the owner; only Activate takes the store over.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Activate(self, request, context):
+        """Records an epoch granted by whoever activates the node, which fences every
+        holder of an older one: each Append carries its epoch and the store refuses
+        any other than the recorded one (FENCED), so a live that was cut off can
+        never write again. Today the router grants itself `OpenResponse.epoch + 1`
+        at start, right after Open and before Load; later the HA coordinator grants
+        epochs it raises in etcd or in the shared SQL store.
+        The epoch is recorded only if it is greater than the stored one, checked
+        and written under the store's write lock (as Append reads it); otherwise
+        the call fails with reason FENCED naming both epochs and changes nothing.
+        Activation also drops what a previous owner left half written (messages
+        without a queue reference, chunks without a message).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -95,6 +118,11 @@ def add_JournalServicer_to_server(servicer, server):
                     servicer.Open,
                     request_deserializer=meshmq_dot_v1_dot_journal__pb2.OpenRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_journal__pb2.OpenResponse.SerializeToString,
+            ),
+            'Activate': grpc.unary_unary_rpc_method_handler(
+                    servicer.Activate,
+                    request_deserializer=meshmq_dot_v1_dot_journal__pb2.ActivateRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_journal__pb2.ActivateResponse.SerializeToString,
             ),
             'Load': grpc.unary_stream_rpc_method_handler(
                     servicer.Load,
@@ -139,6 +167,33 @@ class Journal:
             '/meshmq.v1.Journal/Open',
             meshmq_dot_v1_dot_journal__pb2.OpenRequest.SerializeToString,
             meshmq_dot_v1_dot_journal__pb2.OpenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Activate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Journal/Activate',
+            meshmq_dot_v1_dot_journal__pb2.ActivateRequest.SerializeToString,
+            meshmq_dot_v1_dot_journal__pb2.ActivateResponse.FromString,
             options,
             channel_credentials,
             insecure,

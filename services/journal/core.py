@@ -48,6 +48,10 @@ class JournalCore:
         log.info("journal opened: node %s epoch %d store %s", resp.node_id, resp.epoch, resp.store)
         return resp
 
+    async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
+        """Record a granted epoch (see JournalAPI.activate); FencedError if it is not newer."""
+        return jpb.ActivateResponse(epoch=await asyncio.to_thread(self.store.activate, req.epoch))
+
     async def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]:
         pages = self.store.load_pages()
         while True:

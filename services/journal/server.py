@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from meshmq.errors import BrokerError, MeshMQError, Reason, abort_with
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
 
@@ -27,6 +28,17 @@ class JournalServicer(jgrpc.JournalServicer):
         except StoreError as exc:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
             raise  # unreachable: abort raises
+
+    async def Activate(
+        self, request: jpb.ActivateRequest, context: grpc.aio.ServicerContext
+    ) -> jpb.ActivateResponse:
+        try:
+            return await self.core.activate(request)
+        except MeshMQError as exc:  # FENCED: a grant that is not newer; INVALID_REQUEST: before Open
+            await abort_with(context, BrokerError(exc.reason, str(exc)))
+        except StoreError as exc:
+            await abort_with(context, BrokerError(Reason.STORE_UNAVAILABLE, str(exc)))
+        raise AssertionError("unreachable: abort raises")
 
     async def Load(self, request: jpb.LoadRequest, context) -> AsyncIterator[jpb.LoadResponse]:
         async for page in self.core.load(request):

@@ -19,7 +19,7 @@ from sqlalchemy import and_, create_engine, event, func, inspect, select, text, 
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from meshmq.errors import Reason
+from meshmq.errors import FencedError, InvalidRequestError, Reason
 from meshmq.v1 import journal_pb2 as jpb
 
 from . import schema as s
@@ -141,7 +141,13 @@ class JournalStore:
     # ---------------------------------------------------------------- open
 
     def open(self, node_name: str) -> jpb.OpenResponse:
-        """Create or check the schema, create the node id once, raise the epoch."""
+        """Create or check the schema and create the node id once; return the
+        epoch as stored (0 before the first activation).
+
+        Open fences nobody and takes nothing an owner relies on: once the
+        store exists it writes only a changed node name, so a second opener
+        (a backup on a shared store, a tool) can read beside the live owner.
+        """
         try:
             with self.engine.begin() as conn:
                 self._ensure_schema(conn)
@@ -150,14 +156,55 @@ class JournalStore:
                 if node_id is None:
                     node_id = str(uuid.uuid4())
                     log.info("created node id %s (store %s)", node_id, describe_url(self.url))
-                epoch = int(state.get("epoch", "0")) + 1
-                next_id = int(state.get("reserved_message_ids_to", "1"))
-                self._put(conn, "node_id", node_id)
-                self._put(conn, "node_name", node_name)
-                self._put(conn, "epoch", str(epoch))
-                self._put(conn, "schema_version", str(s.SCHEMA_VERSION))
-                self._put(conn, "reserved_message_ids_to", str(next_id))
-                # Messages left without a queue reference (and their chunks) can never be delivered.
+                wanted = {
+                    "node_id": node_id,
+                    "node_name": node_name,
+                    "schema_version": str(s.SCHEMA_VERSION),
+                    # Written on first start only; after that the owner's (activate, append).
+                    "epoch": state.get("epoch", "0"),
+                    "reserved_message_ids_to": state.get("reserved_message_ids_to", "1"),
+                }
+                for key, value in wanted.items():
+                    if state.get(key) != value:
+                        self._put(conn, key, value)
+        except OperationalError as exc:
+            raise self._unreachable(exc) from exc
+        self.node_id = node_id
+        return jpb.OpenResponse(
+            node_id=node_id,
+            epoch=int(wanted["epoch"]),
+            next_message_id=int(wanted["reserved_message_ids_to"]),
+            store=describe_url(self.url),
+            schema_version=s.SCHEMA_VERSION,
+        )
+
+    def activate(self, epoch: int) -> int:
+        """Record `epoch`, granted by whoever activates the node, if it is
+        greater than the stored one; from then on appends from any older
+        epoch are refused. Returns the epoch recorded.
+
+        Raises FencedError (changing nothing) for a grant that is not newer:
+        it must never take the store from the owner holding that epoch.
+        """
+        if not self.node_id:
+            raise InvalidRequestError("activate before open: open the journal store first")
+        try:
+            with self.engine.begin() as conn:
+                cur = conn.connection.cursor()
+                try:
+                    # Checked and written under the write lock appends read the
+                    # epoch under, so two grants, or a grant and an append, serialize.
+                    stored = self._lock_epoch(cur)
+                    if epoch <= stored:
+                        raise FencedError(
+                            f"activation at epoch {epoch} refused: the store is at epoch {stored}; "
+                            "a grant must be newer than the stored epoch"
+                        )
+                    cur.execute(self._sql["set_epoch"], (str(epoch),))
+                finally:
+                    cur.close()
+                # Rows a fenced owner left half written (a message whose references
+                # never came, chunks of a large message never stored) are nobody's now.
                 conn.execute(
                     s.messages.delete().where(
                         s.messages.c.queue_id.is_(None),
@@ -170,15 +217,21 @@ class JournalStore:
                     )
                 )
         except OperationalError as exc:
-            raise StoreError(f"journal store {describe_url(self.url)} is unreachable: {exc.orig}") from exc
-        self.node_id = node_id
-        return jpb.OpenResponse(
-            node_id=node_id,
-            epoch=epoch,
-            next_message_id=next_id,
-            store=describe_url(self.url),
-            schema_version=s.SCHEMA_VERSION,
-        )
+            raise self._unreachable(exc) from exc
+        log.info("journal store %s activated at epoch %d (was %d)", describe_url(self.url), epoch, stored)
+        return epoch
+
+    def _lock_epoch(self, cur) -> int:
+        """The stored epoch, read on a DBAPI cursor under the write lock
+        (SQLite: BEGIN IMMEDIATE; PostgreSQL: FOR UPDATE), held until the
+        transaction ends."""
+        for stmt in self._sql["lock_epoch"]:
+            cur.execute(stmt)
+        row = cur.fetchone()
+        return int(row[0]) if row else 0
+
+    def _unreachable(self, exc: OperationalError) -> StoreError:
+        return StoreError(f"journal store {describe_url(self.url)} is unreachable: {exc.orig}")
 
     def _ensure_schema(self, conn: Connection) -> None:
         insp = inspect(conn)
@@ -247,6 +300,7 @@ class JournalStore:
         epoch_sql = stmt("SELECT {value} FROM {node_state} WHERE {key} = 'epoch'")
         self._sql = {
             "lock_epoch": ("BEGIN IMMEDIATE", epoch_sql) if self._backend == "sqlite" else (epoch_sql + " FOR UPDATE",),
+            "set_epoch": stmt("UPDATE {node_state} SET {value} = ? WHERE {key} = 'epoch'"),
             "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}) VALUES (?, ?, ?, ?, ?, ?)"),
             "add_chunk": stmt("INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) VALUES (?, ?, ?)"),
             "copy_chunks": stmt(
@@ -312,13 +366,9 @@ class JournalStore:
         # SQLAlchemy's per-statement work would cost more than the SQL.
         cur = conn.connection.cursor()
         try:
-            # The epoch is read under the write lock (SQLite: BEGIN IMMEDIATE;
-            # PostgreSQL: FOR UPDATE), so an owner that claims the store
-            # between this check and the commit cannot be overwritten.
-            for stmt in self._sql["lock_epoch"]:
-                cur.execute(stmt)
-            row = cur.fetchone()
-            epoch = int(row[0]) if row else 0
+            # Read under the write lock, so an owner activated between this
+            # check and the commit cannot be overwritten.
+            epoch = self._lock_epoch(cur)
             out = []
             group: list[jpb.AppendRequest] = []  # consecutive row-only requests
             for req in requests:
@@ -327,7 +377,7 @@ class JournalStore:
                         _failed(
                             req,
                             Reason.FENCED,
-                            f"append from epoch {req.epoch} refused: the store was claimed at epoch {epoch}",
+                            f"append from epoch {req.epoch} refused: the store was activated at epoch {epoch}",
                         )
                     )
                     continue

@@ -19,7 +19,9 @@ futures, in order, as the answers arrive.
 The process owns every write to the store: appends and WAL checkpoints. It
 exits when its pipe closes (its owner stopped or died: a kill -9 of the
 router ends it too), after finishing the transaction in hand; a successor
-owner raises the epoch first, so nothing it might still write is accepted.
+owner is activated at a newer epoch first, so nothing it might still write is
+accepted. The process keeps no epoch of its own: each transaction reads the
+stored one under the write lock (`JournalStore.apply`).
 It ignores SIGINT and SIGTERM: those reach a whole process group (Ctrl-C, a
 service manager), and the owner still needs it to store its last batch.
 

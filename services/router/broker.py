@@ -140,7 +140,10 @@ class Broker:
     async def start(self) -> None:
         """Claim the journal, rebuild state from it, reserve message ids."""
         opened = await self.journal.open(jpb.OpenRequest(node_name=self.name))
-        self.node_id, self.epoch = opened.node_id, opened.epoch
+        # The router activates itself: it grants itself the epoch after the
+        # store's (the HA coordinator will grant it instead).
+        activated = await self.journal.activate(jpb.ActivateRequest(epoch=opened.epoch + 1))
+        self.node_id, self.epoch = opened.node_id, activated.epoch
         self._next_message_id = self._reserved_to = max(1, opened.next_message_id)
         self.batcher = JournalBatcher(self.journal, self.epoch, self.halt)
         recovered = await self._recover()

@@ -1,5 +1,4 @@
-"""The journal store on a real SQLite file and a real PostgreSQL: fencing,
-schema checks, group commit isolation, and the inline/ref storage of messages."""
+"""The journal store on a real SQLite file and a real PostgreSQL: schema checks, group commit isolation, and the inline/ref storage of messages."""
 
 from __future__ import annotations
 
@@ -19,33 +18,20 @@ def store_url(request, tmp_path):
     return request.getfixturevalue("pg_url")
 
 
-def test_fencing_refuses_appends_from_an_older_epoch(store_url):
-    a = JournalStore(store_url)
-    first = a.open("n")
-    b = JournalStore(store_url)
-    second = b.open("n")
-    assert second.epoch == first.epoch + 1 and second.node_id == first.node_id
-    old = jpb.AppendRequest(request_id=1, epoch=first.epoch)
-    old.add_messages.add(message_id=1, data=b"x", address="a", size=1, timestamp=1, queue_id=1)
-    [resp] = a.apply([old])
-    assert not resp.ok and resp.reason == "FENCED"
-    assert a.count("messages") == 0
-    new = jpb.AppendRequest(request_id=2, epoch=second.epoch)
-    new.add_messages.add(message_id=1, data=b"x", address="a", size=1, timestamp=1, queue_id=1)
-    assert b.apply([new])[0].ok
-    assert b.count("messages") == 1
-    a.close()
-    b.close()
+def activated(url: str, node_name: str = "n") -> tuple[JournalStore, int]:
+    """A store opened and activated as a router does at start; returns it and the epoch appends carry."""
+    st = JournalStore(url)
+    opened = st.open(node_name)
+    return st, st.activate(opened.epoch + 1)
 
 
 def test_a_failing_request_does_not_fail_the_others_in_its_group(store_url):
-    st = JournalStore(store_url)
-    o = st.open("n")
-    good = jpb.AppendRequest(request_id=1, epoch=o.epoch)
+    st, epoch = activated(store_url)
+    good = jpb.AppendRequest(request_id=1, epoch=epoch)
     good.add_messages.add(message_id=10, data=b"x", address="a", size=1, timestamp=1, queue_id=1)
-    bad = jpb.AppendRequest(request_id=2, epoch=o.epoch)
+    bad = jpb.AppendRequest(request_id=2, epoch=epoch)
     bad.add_messages.add(message_id=10, data=b"dup", address="a", size=1, timestamp=1, queue_id=1)
-    later = jpb.AppendRequest(request_id=3, epoch=o.epoch)
+    later = jpb.AppendRequest(request_id=3, epoch=epoch)
     later.add_messages.add(message_id=11, data=b"y", address="a", size=1, timestamp=1, queue_id=1)
     results = st.apply([good, bad, later])
     assert [r.ok for r in results] == [True, False, True]
@@ -54,9 +40,8 @@ def test_a_failing_request_does_not_fail_the_others_in_its_group(store_url):
 
 
 def test_recovery_pages_carry_inline_and_shared_references(store_url):
-    st = JournalStore(store_url)
-    o = st.open("n")
-    r = jpb.AppendRequest(request_id=1, epoch=o.epoch)
+    st, epoch = activated(store_url)
+    r = jpb.AppendRequest(request_id=1, epoch=epoch)
     r.add_queues.add(queue_id=1, name="q1", address="a", routing_type=2)
     r.add_queues.add(queue_id=2, name="q2", address="a", routing_type=2)
     r.add_messages.add(message_id=1, data=b"one", address="a", size=3, timestamp=1, queue_id=1)
@@ -70,7 +55,7 @@ def test_recovery_pages_carry_inline_and_shared_references(store_url):
     assert [(m.message_id, m.queue_id) for m in msgs] == [(1, 1), (2, 0)]
     assert refs == [(1, 2, 0), (2, 2, 3)]
     # deleting queue 1 removes its inline message and its shared reference
-    d = jpb.AppendRequest(request_id=2, epoch=o.epoch, delete_queues=[1])
+    d = jpb.AppendRequest(request_id=2, epoch=epoch, delete_queues=[1])
     assert st.apply([d])[0].ok
     assert st.count("messages") == 1 and st.count("message_refs") == 1
     st.close()
@@ -142,7 +127,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     _make_v1_store(store_url)
     st = JournalStore(store_url)
     opened = st.open("n")
-    assert opened.schema_version == 2 and opened.node_id == "v1-node" and opened.epoch == 4
+    assert opened.schema_version == 2 and opened.node_id == "v1-node" and opened.epoch == 3
     pages = list(st.load_pages())
     assert [(m.message_id, m.queue_id, m.delivery_count, m.data) for p in pages for m in p.messages] == [
         (7, 1, 2, b"one"),
@@ -155,7 +140,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
         if st.engine.dialect.name == "sqlite":
             # message_id is the rowid now: no separate primary-key index
             assert conn.exec_driver_sql("PRAGMA index_list(messages)").all() == []
-    more = jpb.AppendRequest(request_id=1, epoch=opened.epoch, delete_messages=[7])
+    more = jpb.AppendRequest(request_id=1, epoch=st.activate(opened.epoch + 1), delete_messages=[7])
     more.add_messages.add(message_id=9, data=b"x", address="a", size=1, timestamp=1, queue_id=2)
     assert st.apply([more])[0].ok
     assert st.count("messages") == 2
@@ -217,18 +202,16 @@ def _interleaved_requests(epoch: int) -> list[jpb.AppendRequest]:
 
 
 def test_a_group_of_requests_stores_what_applying_them_one_by_one_stores(store_url, tmp_path, request):
-    together = JournalStore(store_url)
-    o = together.open("n")
-    assert all(r.ok for r in together.apply(_interleaved_requests(o.epoch)))
+    together, epoch = activated(store_url)
+    assert all(r.ok for r in together.apply(_interleaved_requests(epoch)))
     grouped = _table_contents(together)
     together.close()
     if "sqlite" in store_url:
         other_url = f"sqlite:///{tmp_path}/one-by-one.db"
     else:
         other_url = request.getfixturevalue("make_pg_url")()
-    alone = JournalStore(other_url)
-    o = alone.open("n")
-    for req in _interleaved_requests(o.epoch):
+    alone, epoch = activated(other_url)
+    for req in _interleaved_requests(epoch):
         assert alone.apply([req])[0].ok
     assert _table_contents(alone) == grouped
     assert grouped["messages"] and grouped["duplicate_ids"] == [("addr", "x", 3)]
@@ -243,13 +226,12 @@ def test_the_wal_starts_over_under_a_steady_stream_of_commits(tmp_path, monkeypa
 
     monkeypatch.setattr(store_mod, "CHECKPOINT_PERIOD_S", 0.02)
     monkeypatch.setattr(store_mod, "WAL_RESTART_FRAMES", 200)
-    st = JournalStore(f"sqlite:///{tmp_path}/journal.db")
-    o = st.open("n")
+    st, epoch = activated(f"sqlite:///{tmp_path}/journal.db")
     st.start_checkpointer()
     body = b"x" * 1000
     reported: list[int] = []  # WAL length (frames) each background checkpoint saw
     for n in range(160):  # 8,000 messages stored and acknowledged: ~9,000 WAL frames
-        req = jpb.AppendRequest(request_id=n + 1, epoch=o.epoch)
+        req = jpb.AppendRequest(request_id=n + 1, epoch=epoch)
         first = n * 50 + 1
         for mid in range(first, first + 50):
             req.add_messages.add(message_id=mid, data=body, address="a", size=1000, timestamp=1, queue_id=1)
