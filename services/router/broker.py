@@ -1,18 +1,21 @@
-"""The broker's state on one node: addresses, queues, routing, and what
-happens to a message after delivery (ack, cancel, dead-letter, expiry).
+"""The broker's state on one node: addresses and queues, the steps of a send
+(accept, route, stage, enqueue once stored), and what happens to a message
+after delivery (ack, cancel, dead-letter, expiry).
 
-This object owns addresses and queues; sessions and management ask it.
-Every change that must survive a restart is added to the journal batch in
+This object owns addresses and queues; sessions, bridges and management ask
+it. Every change that must survive a restart is added to the journal batch in
 the same synchronous step that makes it in memory, so one group-commit
-request always holds a consistent set of changes.
+request always holds a consistent set of changes. The routing choice itself
+is `routing.decide` (pure); recovery, duplicate detection and dead-lettering
+have their own modules.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.errors import BrokerError, Reason
@@ -20,83 +23,43 @@ from meshmq.journal_client import JournalAPI
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
-from .duplicates import DuplicateIdCache
+from . import dead_letter
+from .addresses import Address, check_name, compile_filter
+from .duplicates import DuplicateClaim, DuplicateDetection
+from .journal_batcher import JournalBatcher
 from .message import Ref, ServerMessage
-from .persistence import JournalBatcher
 from .queue import Queue, now_ms
-from .selector import SelectorError, compile_selector
+from .recovery import load_state
+from .routing import ANYCAST, MULTICAST, RT_BIT, decide
 
 log = logging.getLogger("meshmq.router")
 
-ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
-_RT_BIT = {ANYCAST: 1, MULTICAST: 2}
-_RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
 # Event kinds as plain ints (enum attribute lookups cost on the hot path).
 ENQUEUED, DELIVERED, ACKNOWLEDGED = jpb.ENQUEUED, jpb.DELIVERED, jpb.ACKNOWLEDGED
 EXPIRED, DEAD_LETTERED, REMOVED = jpb.EXPIRED, jpb.DEAD_LETTERED, jpb.REMOVED
 ID_BLOCK = 1_000_000
-MAX_NAME = 255
-_BAD_NAME = re.compile(r"[\x00-\x1f\x7f]")
+# Creating an address or queue, or a redirect to the dead-letter address, is
+# followed by a new decision; a configuration whose dead-letter addresses
+# point at each other must not route forever.
+MAX_ROUTING_STEPS = 8
+
+# Grants the activation epoch the node writes with, given the store's current
+# one (DESIGN "Fencing"). Today the router grants itself the next epoch at
+# start; the HA coordinator will grant it instead.
+EpochGrant = Callable[[int], Awaitable[int]]
 
 
-def check_name(kind: str, name: str) -> str:
-    """Reject names that cannot be stored or shown safely."""
-    if not name:
-        raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name is empty")
-    if len(name) > MAX_NAME:
-        raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name is longer than {MAX_NAME} characters")
-    if _BAD_NAME.search(name):
-        raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name {name!r} contains control characters")
-    return name
+@dataclass(slots=True)
+class StagedSend:
+    """The outcome of staging one batch of sends, until its commit settles it."""
 
-
-def compile_filter(text: str):
-    """A selector for a non-empty filter string; INVALID_SELECTOR with the position otherwise."""
-    if not text:
-        return None
-    try:
-        return compile_selector(text)
-    except SelectorError as exc:
-        raise BrokerError(Reason.INVALID_SELECTOR, str(exc)) from None
-
-
-class Address:
-    __slots__ = ("name", "routing_types", "queues", "auto_created", "_rr", "_split")
-
-    def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
-        self.name = name
-        self.routing_types = routing_types  # bit set: 1 anycast, 2 multicast
-        self.queues: dict[str, Queue] = {}
-        self.auto_created = auto_created
-        self._rr = 0
-        self._split: tuple[tuple[Queue, ...], tuple[Queue, ...]] | None = None
-
-    def has(self, rt: int) -> bool:
-        return bool(self.routing_types & _RT_BIT[rt])
-
-    def add_queue(self, q: Queue) -> None:
-        self.queues[q.name] = q
-        self._split = None
-
-    def remove_queue(self, name: str) -> None:
-        self.queues.pop(name, None)
-        self._split = None
-
-    def split(self) -> tuple[tuple[Queue, ...], tuple[Queue, ...]]:
-        """(multicast queues, anycast queues), cached until the queues change."""
-        if self._split is None:
-            qs = self.queues.values()
-            self._split = (
-                tuple(q for q in qs if q.routing_type == MULTICAST),
-                tuple(q for q in qs if q.routing_type == ANYCAST),
-            )
-        return self._split
-
-    def next_anycast(self, candidates: list[Queue]) -> Queue:
-        """Round robin over the anycast queues that accept a message."""
-        q = candidates[self._rr % len(candidates)]
-        self._rr += 1
-        return q
+    refs: list[Ref] = field(default_factory=list)
+    accepted: list[int] = field(default_factory=list)  # indexes in the batch
+    rejections: list[tuple[int, str, str]] = field(default_factory=list)  # (index, reason, detail)
+    claims: list[DuplicateClaim] = field(default_factory=list)
+    durable: bool = False
+    # Resolves with the journal's answer once the staged rows are committed (None: nothing stored).
+    stored: asyncio.Future[jpb.AppendResponse] | None = None
 
 
 class Broker:
@@ -113,8 +76,6 @@ class Broker:
         self.name = name
         self.journal = journal
         self.settings = address_settings.resolve
-        self.id_cache_size = id_cache_size
-        self.persist_id_cache = persist_id_cache and persistence_enabled
         # persistence-enabled: false keeps everything in memory, as in Artemis.
         self.persistence_enabled = persistence_enabled
         self.addresses: dict[str, Address] = {}
@@ -122,10 +83,13 @@ class Broker:
         self.node_id = ""
         self.epoch = 0
         self.batcher: JournalBatcher | None = None
+        self.duplicates = DuplicateDetection(
+            lambda address: self.settings(address).id_cache_size, id_cache_size,
+            persist_id_cache and persistence_enabled, self.batch,
+        )
         self._next_queue_id = 1
         self._next_message_id = 1
         self._reserved_to = 1
-        self._dup_caches: dict[str, DuplicateIdCache] = {}
         self._dirty: set[Queue] = set()
         self._dispatch_scheduled = False
         # Set when the node must stop: fenced by a newer owner of its store, or a
@@ -137,16 +101,18 @@ class Broker:
 
     # ------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
-        """Claim the journal, rebuild state from it, reserve message ids."""
+    async def start(self, grant_epoch: EpochGrant | None = None) -> None:
+        """Open the journal, be granted an epoch, rebuild state, reserve message ids."""
         opened = await self.journal.open(jpb.OpenRequest(node_name=self.name))
-        # The router activates itself: it grants itself the epoch after the
-        # store's (the HA coordinator will grant it instead).
-        activated = await self.journal.activate(jpb.ActivateRequest(epoch=opened.epoch + 1))
-        self.node_id, self.epoch = opened.node_id, activated.epoch
-        self._next_message_id = self._reserved_to = max(1, opened.next_message_id)
+        self.node_id = opened.node_id
+        self.epoch = await (grant_epoch or self._grant_next_epoch)(opened.epoch)
         self.batcher = JournalBatcher(self.journal, self.epoch, self.halt)
-        recovered = await self._recover()
+        state = await load_state(self.journal, self.epoch, max(1, opened.next_message_id))
+        self.addresses, self.queues = state.addresses, state.queues
+        self._next_queue_id = state.next_queue_id
+        self._next_message_id = state.next_message_id
+        for address, dup_id, position in state.duplicate_ids:
+            self.duplicates.restore(address, dup_id, position)
         self.batcher.start()
         self._reserve_ids()
         resp = await self.batcher.flush()
@@ -154,13 +120,14 @@ class Broker:
             raise RuntimeError(f"journal refused the first append: {resp.reason} {resp.message}")
         self.started_at = now_ms()
         log.info(
-            "node %s (%s) recovered %d addresses, %d queues, %d messages",
-            self.name,
-            self.node_id,
-            len(self.addresses),
-            len(self.queues),
-            recovered,
+            "node %s (%s) at epoch %d recovered %d addresses, %d queues, %d messages",
+            self.name, self.node_id, self.epoch, len(self.addresses), len(self.queues), state.messages,
         )
+
+    async def _grant_next_epoch(self, current: int) -> int:
+        """The router activating itself (no HA coordinator): the next epoch after the store's."""
+        resp = await self.journal.activate(jpb.ActivateRequest(epoch=current + 1))
+        return resp.epoch
 
     async def stop(self) -> None:
         if self.batcher is not None:
@@ -175,63 +142,14 @@ class Broker:
         log.critical("node %s %s (%s). Stopping: restart it to recover the stored state.", self.node_id, what, message)
         self.halted.set()
 
-    async def _recover(self) -> int:
-        messages_recovered = 0
-        by_queue_id: dict[int, Queue] = {}
-        pending: dict[int, ServerMessage] = {}
-        async for page in self.journal.load(jpb.LoadRequest(epoch=self.epoch)):
-            for a in page.addresses:
-                self.addresses[a.name] = Address(a.name, a.routing_types, a.auto_created)
-            for qr in page.queues:
-                q = Queue(
-                    qr.queue_id,
-                    qr.name,
-                    qr.address,
-                    qr.routing_type,
-                    qr.filter,
-                    compile_filter(qr.filter),
-                    durable=True,
-                    auto_created=qr.auto_created,
-                )
-                addr = self.addresses.get(qr.address)
-                if addr is None:
-                    addr = self.addresses[qr.address] = Address(qr.address, _RT_BIT[qr.routing_type], True)
-                addr.add_queue(q)
-                self.queues[q.name] = q
-                by_queue_id[q.id] = q
-                self._next_queue_id = max(self._next_queue_id, q.id + 1)
-            for d in page.duplicate_ids:
-                cache = self.dup_cache(d.address)
-                for dup_id, pos in cache.restore(d.duplicate_id, d.position):
-                    self.batch().delete_duplicate_ids.add(address=d.address, duplicate_id=dup_id, position=pos)
-            pending.clear()
-            refs = [(r.message_id, r.queue_id, r.delivery_count) for r in page.refs]
-            for sm in page.messages:
-                proto = mpb.Message()
-                proto.ParseFromString(sm.data)
-                msg = ServerMessage(proto, sm.size)
-                msg.persisted = True
-                pending[sm.message_id] = msg
-                self._next_message_id = max(self._next_message_id, sm.message_id + 1)
-                if sm.queue_id:
-                    msg.inline = True
-                    refs.append((sm.message_id, sm.queue_id, sm.delivery_count))
-            refs.sort()  # message id order = arrival order, per queue
-            for message_id, queue_id, delivery_count in refs:
-                q = by_queue_id.get(queue_id)
-                msg = pending.get(message_id)
-                if q is None or msg is None:
-                    continue
-                msg.refs += 1
-                q.add(Ref(msg, q, delivery_count, persisted=True))
-            messages_recovered += len(page.messages)
-        self._reserved_to = max(self._reserved_to, self._next_message_id)
-        return messages_recovered
-
     # ------------------------------------------------------------ journal helpers
 
     def batch(self) -> jpb.AppendRequest:
         return self.batcher.batch()
+
+    def stored(self) -> asyncio.Future[jpb.AppendResponse]:
+        """Resolves once everything added to the journal batch so far is committed."""
+        return self.batcher.commit_future()
 
     def event(self, kind: int, ref: Ref, now: int = 0) -> None:
         m = ref.msg
@@ -258,11 +176,12 @@ class Broker:
         self._reserved_to = self._next_message_id + ID_BLOCK
         self.batch().reserve_message_ids_to = self._reserved_to
 
-    def after_commit(self, refs: list[Ref]) -> None:
+    def enqueue_when_stored(self, refs: list[Ref]) -> None:
         """Enqueue refs now, or once the journal holds them when any is persisted."""
         if any(r.persisted for r in refs):
-            fut = self.batcher.commit_future()
-            fut.add_done_callback(lambda f: self.enqueue(refs) if f.result().ok else self.report_lost(refs, f.result()))
+            self.stored().add_done_callback(
+                lambda f: self.enqueue(refs) if f.result().ok else self.report_lost(refs, f.result())
+            )
         else:
             self.enqueue(refs)
 
@@ -270,13 +189,6 @@ class Broker:
         log.error("%d message references not stored (%s); dropped until restart", len(refs), resp.message)
 
     # ------------------------------------------------------------ addresses and queues
-
-    def dup_cache(self, address: str) -> DuplicateIdCache:
-        cache = self._dup_caches.get(address)
-        if cache is None:
-            size = self.settings(address).id_cache_size or self.id_cache_size
-            cache = self._dup_caches[address] = DuplicateIdCache(address, size)
-        return cache
 
     def get_queue(self, name: str) -> Queue:
         q = self.queues.get(name)
@@ -293,9 +205,9 @@ class Broker:
                     Reason.ADDRESS_NOT_FOUND,
                     f"address {name!r} does not exist and auto-create-addresses is false for it",
                 )
-            addr = self.addresses[name] = Address(name, _RT_BIT[routing_type], auto_created)
+            addr = self.addresses[name] = Address(name, RT_BIT[routing_type], auto_created)
         elif not addr.has(routing_type):
-            addr.routing_types |= _RT_BIT[routing_type]
+            addr.routing_types |= RT_BIT[routing_type]
         else:
             return addr
         self.batch().add_addresses.add(name=name, routing_types=addr.routing_types, auto_created=addr.auto_created)
@@ -315,32 +227,21 @@ class Broker:
         check_name("queue", name)
         if name in self.queues:
             raise BrokerError(Reason.QUEUE_EXISTS, f"queue {name!r} already exists")
-        if routing_type not in _RT_BIT:
+        if routing_type not in RT_BIT:
             raise BrokerError(Reason.INVALID_REQUEST, "routing type must be ANYCAST or MULTICAST")
         selector = compile_filter(filter_text)
         addr = self.ensure_address(address or name, routing_type, auto_created=auto_created)
         durable = durable and not temporary and self.persistence_enabled
         q = Queue(
-            self._next_queue_id,
-            name,
-            addr.name,
-            routing_type,
-            filter_text,
-            selector,
-            durable=durable,
-            temporary=temporary,
-            auto_created=auto_created,
+            self._next_queue_id, name, addr.name, routing_type, filter_text, selector,
+            durable=durable, temporary=temporary, auto_created=auto_created,
         )
         self._next_queue_id += 1
         addr.add_queue(q)
         self.queues[name] = q
         if durable:
             self.batch().add_queues.add(
-                queue_id=q.id,
-                name=name,
-                address=addr.name,
-                routing_type=routing_type,
-                filter=filter_text,
+                queue_id=q.id, name=name, address=addr.name, routing_type=routing_type, filter=filter_text,
                 auto_created=auto_created,
             )
         log.info("created queue %s on %s (%s%s)", name, addr.name, q.routing_type_name, ", durable" if durable else "")
@@ -351,7 +252,7 @@ class Broker:
         if q.consumers and not force:
             raise BrokerError(Reason.QUEUE_IN_USE, f"queue {name!r} has {len(q.consumers)} consumer(s); use force")
         for c in list(q.consumers):
-            c.session.close_consumer_of_deleted_queue(c)
+            c.target.queue_deleted(c)
         removed = self._remove_waiting(q)
         q.deleted = True
         del self.queues[name]
@@ -372,7 +273,7 @@ class Broker:
     def _remove_waiting(self, q: Queue) -> int:
         refs = q.take_all()
         for ref in refs:
-            self._release(ref, REMOVED)
+            self.release(ref, REMOVED)
         return len(refs)
 
     def maybe_auto_delete(self, q: Queue) -> None:
@@ -386,8 +287,9 @@ class Broker:
 
     # ------------------------------------------------------------ sending
 
-    def accept(self, m: mpb.Message, default_address: str, user: str) -> ServerMessage:
-        """Validate a client message and stamp what the router owns (id, time, node)."""
+    def accept(self, m: mpb.Message, default_address: str, user: str) -> tuple[ServerMessage, DuplicateClaim | None]:
+        """Validate a client message, stamp what the router owns (id, time, node)
+        and claim its duplicate id (DUPLICATE_ID if already seen)."""
         if not m.address:
             if not default_address:
                 raise BrokerError(Reason.INVALID_REQUEST, "message has no address and its producer has none")
@@ -398,6 +300,7 @@ class Broker:
             raise BrokerError(Reason.INVALID_REQUEST, f"priority {m.priority} is out of range 0..9")
         if m.routing_type not in (0, ANYCAST, MULTICAST):
             raise BrokerError(Reason.INVALID_REQUEST, f"unknown routing type {m.routing_type}")
+        claim = self.duplicates.claim(m.address, m.duplicate_id) if m.duplicate_id else None
         now = now_ms()
         m.message_id = self.next_message_id()
         if not m.timestamp:
@@ -410,38 +313,76 @@ class Broker:
             if delay is not None and delay > 0:
                 m.expiration = now + delay
         size = m.ByteSize() + (m.body_size if m.large else 0)
-        return ServerMessage(m, size)
+        return ServerMessage(m, size), claim
+
+    def send(self, messages: Sequence[mpb.Message], default_address: str, user: str) -> StagedSend:
+        """Accept, route and stage a batch of sends from one producer; a message
+        that fails is rejected alone. Settle the result once `stored` resolves."""
+        staged = StagedSend()
+        for i, m in enumerate(messages):
+            claim = None
+            try:
+                if m.large:
+                    raise BrokerError(Reason.INVALID_REQUEST, "a large message must be the only message of its batch")
+                msg, claim = self.accept(m, default_address, user)
+                queues = self.route(msg)
+            except BrokerError as exc:
+                if claim is not None:  # accepted but not routable: its duplicate id was not used
+                    self.duplicates.release([claim], delete_rows=False)
+                staged.rejections.append((i, exc.reason.value, exc.message))
+                continue
+            self.stage_send(staged, i, msg, queues, claim)
+        return self.seal(staged)
+
+    def stage_send(self, staged: StagedSend, index: int, msg: ServerMessage, queues: list[Queue],
+                   claim: DuplicateClaim | None) -> None:
+        """Add one routed message to `staged` (and its rows to the journal batch)."""
+        if claim is not None:
+            self.duplicates.persist(claim)
+            staged.claims.append(claim)
+        staged.refs.extend(self.stage(msg, queues))
+        staged.accepted.append(index)
+        if msg.persisted:
+            staged.durable = True
+
+    def seal(self, staged: StagedSend) -> StagedSend:
+        if staged.durable:
+            staged.stored = self.stored()
+        return staged
+
+    def settle(self, staged: StagedSend, resp: jpb.AppendResponse | None) -> None:
+        """After the commit (resp None: nothing was stored): enqueue, or give everything back."""
+        if resp is not None and not resp.ok:
+            self.duplicates.release(staged.claims, delete_rows=True)
+            staged.rejections.extend((i, resp.reason, resp.message) for i in staged.accepted)
+            self.report_lost(staged.refs, resp)
+        else:
+            self.enqueue(staged.refs)
 
     def route(self, msg: ServerMessage) -> list[Queue]:
-        """The queues a message goes to, creating its address or queue where settings allow."""
-        addr = self.addresses.get(msg.address)
-        rt = msg.proto.routing_type
-        if addr is None or (rt and not addr.has(rt)):
-            effective = rt or _RT_BY_NAME[self.settings(msg.address).default_address_routing_type]
-            addr = self.ensure_address(msg.address, effective, auto_created=addr is None or addr.auto_created)
-        multicast, anycast = addr.split()
-        out: list[Queue] = []
-        if rt != ANYCAST and multicast:
-            out = [q for q in multicast if q.selector is None or q.accepts(msg)]
-        if rt != MULTICAST and addr.has(ANYCAST):
-            if not anycast and self.settings(addr.name).auto_create_queues:
-                name = addr.name if addr.name not in self.queues else f"{addr.name}.anycast"
-                self.create_queue(name, addr.name, ANYCAST, auto_created=True)
-                multicast, anycast = addr.split()
-            if len(anycast) == 1 and anycast[0].selector is None:
-                out.append(anycast[0])
-            elif anycast:
-                matching = [q for q in anycast if q.accepts(msg)]
-                if matching:
-                    out.append(addr.next_anycast(matching))
-        if not out:
+        """The queues a message goes to: `routing.decide`, then each step the
+        decision asks for (create the address or queue, redirect to the
+        dead-letter address) and a new decision, until it is final."""
+        for _ in range(MAX_ROUTING_STEPS):
+            addr = self.addresses.get(msg.address)
             settings = self.settings(msg.address)
-            if settings.send_to_dla_on_no_route and settings.dead_letter_address not in (None, msg.address):
-                msg.proto.properties["_AMQ_ORIG_ADDRESS"].string_value = msg.address
-                msg.proto.address = msg.address = settings.dead_letter_address
-                self.ensure_dead_letter_target(msg.address)
-                return self.route(msg)
-        return out
+            decision = decide(
+                msg, addr, settings, round_robin=addr.round_robin if addr is not None else 0,
+                queue_exists=self.queues.__contains__,
+            )
+            if decision.final:
+                if decision.advance_round_robin:
+                    addr.round_robin += 1
+                return decision.targets
+            if decision.create_address:
+                self.ensure_address(msg.address, decision.create_address, auto_created=addr is None or addr.auto_created)
+            elif decision.create_queue:
+                self.create_queue(decision.create_queue, msg.address, ANYCAST, auto_created=True)
+            else:
+                dead_letter.redirect_unroutable(self, msg, decision.dead_letter_address)
+        log.warning("message %d to %s: no final routing after %d steps; routed nowhere", msg.id, msg.address,
+                    MAX_ROUTING_STEPS)
+        return []
 
     def stage(self, msg: ServerMessage, queues: Iterable[Queue]) -> list[Ref]:
         """Create a message's references and add what must be stored to the batch."""
@@ -481,7 +422,7 @@ class Broker:
         for ref in refs:
             q = ref.queue
             if q.deleted:
-                self._release(ref, REMOVED)
+                self.release(ref, REMOVED)
                 continue
             q.add(ref)
             self.schedule_dispatch(q)
@@ -505,9 +446,10 @@ class Broker:
         q = ref.queue
         q.delivering -= 1
         q.messages_acknowledged += 1
-        self._release(ref, ACKNOWLEDGED)
+        self.release(ref, ACKNOWLEDGED)
 
-    def _release(self, ref: Ref, kind: int) -> None:
+    def release(self, ref: Ref, kind: int) -> None:
+        """A queue lets go of a reference (event `kind`); the message goes with its last one."""
         msg = ref.msg
         msg.refs -= 1
         if ref.persisted:
@@ -531,7 +473,7 @@ class Broker:
         q = ref.queue
         q.delivering -= 1
         if q.deleted:
-            self._release(ref, REMOVED)
+            self.release(ref, REMOVED)
             return
         settings = self.settings(q.address)
         max_attempts = settings.max_delivery_attempts
@@ -539,12 +481,10 @@ class Broker:
             q.messages_killed += 1
             log.warning(
                 "message %d on %s reached max-delivery-attempts (%d): sending to %s",
-                ref.msg.id,
-                q.name,
-                max_attempts,
+                ref.msg.id, q.name, max_attempts,
                 settings.dead_letter_address or "nowhere (no dead-letter-address: dropped)",
             )
-            self._move(ref, settings.dead_letter_address, DEAD_LETTERED)
+            dead_letter.move(self, ref, settings.dead_letter_address, DEAD_LETTERED)
             return
         if ref.persisted:
             self.batch().update_delivery_counts.add(
@@ -559,7 +499,7 @@ class Broker:
     def _redeliver(self, ref: Ref) -> None:
         q = ref.queue
         if q.deleted:
-            self._release(ref, REMOVED)
+            self.release(ref, REMOVED)
             return
         q.add_back(ref)
         self.schedule_dispatch(q)
@@ -568,7 +508,7 @@ class Broker:
         """A waiting message passed its expiration: move it to the expiry address or drop it."""
         q = ref.queue
         q.messages_expired += 1
-        self._move(ref, self.settings(q.address).expiry_address, EXPIRED)
+        dead_letter.move(self, ref, self.settings(q.address).expiry_address, EXPIRED)
 
     def expire_scan(self) -> int:
         """The expiry reaper's pass over every queue (message-expiry-scan-period)."""
@@ -579,36 +519,3 @@ class Broker:
                 self.expire(ref)
                 expired += 1
         return expired
-
-    def ensure_dead_letter_target(self, address: str) -> None:
-        """Dead-letter and expiry addresses that do not exist yet get an anycast queue of
-        the same name, so a message moved there is kept rather than silently dropped."""
-        addr = self.addresses.get(address)
-        if addr is None or not addr.queues:
-            if address not in self.queues:
-                self.create_queue(address, address, ANYCAST, auto_created=False)
-
-    def _move(self, ref: Ref, target: str | None, kind: int) -> None:
-        src = ref.msg
-        self._release(ref, kind)
-        if not target:
-            return
-        copy = mpb.Message()
-        copy.CopyFrom(src.proto)
-        props = copy.properties
-        props["_AMQ_ORIG_ADDRESS"].string_value = src.address
-        props["_AMQ_ORIG_QUEUE"].string_value = ref.queue.name
-        props["_AMQ_ORIG_MESSAGE_ID"].int_value = src.id
-        if kind == EXPIRED:
-            props["_AMQ_ACTUAL_EXPIRY"].int_value = now_ms()
-        copy.address = target
-        copy.expiration = 0
-        copy.routing_type = 0
-        copy.message_id = self.next_message_id()
-        moved = ServerMessage(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
-        self.ensure_dead_letter_target(target)
-        queues = self.route(moved)
-        if moved.large:
-            self.batch().copy_large_messages.add(from_message_id=src.id, to_message_id=moved.id)
-        self.after_commit(self.stage(moved, queues))
-

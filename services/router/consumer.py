@@ -1,33 +1,52 @@
-"""A consumer on the router side: credit, what it is delivering, its filter.
+"""A consumer on the router side — credit, what it is delivering, its filter —
+and the delivery target it hands messages to.
+
+A consumer takes messages from one queue and gives each to its
+`DeliveryTarget`. A client session is the target today
+(services/router/session.py); a cluster bridge forwarding a queue to another
+node will be one too, so a queue never knows who is reading it.
 
 Credit is in bytes (Artemis's consumerWindowSize): the router delivers while
-credit is positive, and the client grants more as it consumes. Deliveries are
-collected and sent as one DeliveryBatch per event-loop turn.
+credit is positive, and the target grants more as it consumes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .message import Ref
 
 if TYPE_CHECKING:
     from .queue import Queue
     from .selector import Selector
-    from .session import ServerSession
+
+
+class DeliveryTarget(Protocol):
+    """Where a consumer's messages go."""
+
+    # Shown by management: the session id (or bridge name) and its client id.
+    id: str
+    client_id: str
+
+    def delivered(self, consumer: ServerConsumer, delivery_id: int, ref: Ref) -> None:
+        """A message was handed to `consumer` under `delivery_id`; it is in
+        `consumer.pending` until the target takes it."""
+
+    def queue_deleted(self, consumer: ServerConsumer) -> None:
+        """The consumer's queue is being deleted: close the consumer and say why."""
 
 
 class ServerConsumer:
     def __init__(
         self,
-        session: ServerSession,
+        target: DeliveryTarget,
         consumer_id: int,
         queue: Queue,
         selector: Selector | None,
         filter_text: str,
         window_size: int,
     ) -> None:
-        self.session = session
+        self.target = target
         self.id = consumer_id
         self.queue = queue
         self.selector = selector
@@ -54,7 +73,7 @@ class ServerConsumer:
         if self.window_size >= 0:
             self.credits -= ref.msg.size
         self.pending.append((did, ref))
-        self.session.delivered(self, did, ref)
+        self.target.delivered(self, did, ref)
 
     def grant(self, credits: int) -> None:
         if self.window_size >= 0:

@@ -3,11 +3,17 @@
 Like Artemis's DuplicateIDCache: a bounded FIFO of the last id-cache-size ids
 per address. Positions grow monotonically so the journal can delete exactly
 the evicted entry even if the same id was added again since.
+`DuplicateDetection` is the router's use of the caches: claim, persist, release.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from meshmq.errors import BrokerError, Reason
+from meshmq.v1 import journal_pb2 as jpb
 
 
 class DuplicateIdCache:
@@ -51,3 +57,75 @@ class DuplicateIdCache:
         while len(self._ids) > self.size:
             evicted.append(self._ids.popitem(last=False))
         return evicted
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateClaim:
+    """A duplicate id taken by an accepted message, until it is stored or given back."""
+
+    address: str
+    duplicate_id: str
+    position: int
+
+
+class DuplicateDetection:
+    """The node's duplicate-id caches, one per address, and their journal rows.
+
+    A message's duplicate id is claimed when the message is accepted (a second
+    message with the same id is refused DUPLICATE_ID at once), persisted with
+    the message when it is stored, and given back when the message is not
+    stored after all (a refused append, a rollback). Rows are added to the
+    journal batch being filled, in the same step as the change in memory.
+    """
+
+    def __init__(
+        self, cache_size: Callable[[str], int | None], default_size: int, persist: bool,
+        batch: Callable[[], jpb.AppendRequest],
+    ) -> None:
+        self._cache_size = cache_size
+        self._default_size = default_size
+        self.persist_enabled = persist
+        self._batch = batch
+        self._caches: dict[str, DuplicateIdCache] = {}
+
+    def cache(self, address: str) -> DuplicateIdCache:
+        cache = self._caches.get(address)
+        if cache is None:
+            size = self._cache_size(address) or self._default_size
+            cache = self._caches[address] = DuplicateIdCache(address, size)
+        return cache
+
+    def claim(self, address: str, duplicate_id: str) -> DuplicateClaim:
+        """Take a duplicate id for a message being accepted; DUPLICATE_ID if it was seen."""
+        cache = self.cache(address)
+        if duplicate_id in cache:
+            raise BrokerError(Reason.DUPLICATE_ID, f"duplicate id {duplicate_id!r} was already sent to {address!r}")
+        pos, evicted = cache.add(duplicate_id)
+        if self.persist_enabled and evicted:
+            batch = self._batch()
+            for dup_id, old in evicted:
+                batch.delete_duplicate_ids.add(address=address, duplicate_id=dup_id, position=old)
+        return DuplicateClaim(address, duplicate_id, pos)
+
+    def persist(self, claim: DuplicateClaim) -> None:
+        """Store a claim with the message that made it (same journal batch)."""
+        if self.persist_enabled:
+            self._batch().add_duplicate_ids.add(
+                address=claim.address, duplicate_id=claim.duplicate_id, position=claim.position
+            )
+
+    def release(self, claims: Iterable[DuplicateClaim], *, delete_rows: bool) -> None:
+        """Give ids back: their messages were not stored after all. delete_rows
+        also deletes rows that were already added to the journal batch."""
+        for claim in claims:
+            self.cache(claim.address).remove(claim.duplicate_id, claim.position)
+            if delete_rows and self.persist_enabled:
+                self._batch().delete_duplicate_ids.add(
+                    address=claim.address, duplicate_id=claim.duplicate_id, position=claim.position
+                )
+
+    def restore(self, address: str, duplicate_id: str, position: int) -> None:
+        """Load one stored entry at recovery (oldest first); entries beyond the
+        configured size are deleted from the journal too."""
+        for dup_id, pos in self.cache(address).restore(duplicate_id, position):
+            self._batch().delete_duplicate_ids.add(address=address, duplicate_id=dup_id, position=pos)

@@ -92,14 +92,14 @@ class ManagementServicer(mggrpc.ManagementServicer):
                     continue
                 for c in q.consumers:
                     out.consumers.add(
-                        session_id=c.session.id,
+                        session_id=c.target.id,
                         consumer_id=c.id,
                         queue=q.name,
                         filter=c.filter_text,
                         delivering_count=len(c.delivering),
                         messages_acknowledged=c.messages_acknowledged,
                         credits=c.credits,
-                        client_id=c.session.client_id,
+                        client_id=c.target.client_id,
                     )
             return out
 

@@ -17,6 +17,7 @@ class ServerMessage:
         "id",
         "proto",
         "address",
+        "routing_type",
         "priority",
         "durable",
         "expiration",
@@ -33,6 +34,7 @@ class ServerMessage:
         self.proto = proto
         self.id: int = proto.message_id
         self.address: str = proto.address
+        self.routing_type: int = proto.routing_type
         self.priority: int = proto.priority
         self.durable: bool = proto.durable
         self.expiration: int = proto.expiration

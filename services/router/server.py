@@ -21,8 +21,10 @@ from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 
 from .auth import Authenticator
-from .broker import ANYCAST, MULTICAST, Broker
+from .broker import Broker
 from .management import ManagementServicer
+from .requests import open_session, session_command
+from .routing import ANYCAST, MULTICAST
 from .session import ServerSession
 from .topology import Topology
 
@@ -45,13 +47,13 @@ class BrokerServicer(bgrpc.BrokerServicer):
             return
         it = request_iterator.__aiter__()
         try:
-            first = await it.__anext__()
+            opening = open_session(await it.__anext__())
         except StopAsyncIteration:
             return
-        if first.WhichOneof("kind") != "open":
-            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "the first request of a session must be `open`"))
+        except BrokerError as exc:
+            await abort_with(context, exc)
             return
-        session = ServerSession(self.broker, uuid.uuid4().hex, first.open.client_id, first.open.transacted, user)
+        session = ServerSession(self.broker, uuid.uuid4().hex, opening.client_id, opening.transacted, user)
         self.sessions[session.id] = session
         session.send(
             bpb.SessionResponse(
@@ -77,7 +79,7 @@ class BrokerServicer(bgrpc.BrokerServicer):
         try:
             async for req in it:
                 try:
-                    await session.handle(req)
+                    await session.handle(session_command(req))
                 except BrokerError as exc:
                     session.error(exc)
                 except Exception:

@@ -1,20 +1,60 @@
-"""Local transactions: sends and acks held until commit, undone on rollback."""
+"""Local transactions: sends and acks held until commit, undone on rollback.
+
+A transacted session's sends are accepted (validated, stamped, duplicate id
+claimed) as they arrive but routed only at commit; its acks take effect only
+at commit. Commit routes every send, stages them with the acks in one journal
+batch and waits for it: either all of it is stored and becomes visible, or
+none of it is and the caller gets TRANSACTION_ROLLED_BACK.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from meshmq.errors import BrokerError, Reason
 
+from .broker import Broker, StagedSend
+from .duplicates import DuplicateClaim
 from .message import Ref, ServerMessage
 
 
 @dataclass
 class LocalTransaction:
-    # Accepted messages with the duplicate-id entries they added, routed at commit.
-    sends: list[ServerMessage] = field(default_factory=list)
-    duplicate_ids: list[tuple[str, str, int]] = field(default_factory=list)
+    # Accepted messages with the duplicate id each claimed, routed at commit.
+    sends: list[tuple[ServerMessage, DuplicateClaim | None]] = field(default_factory=list)
     # Delivered references acknowledged inside the transaction.
     acks: list[Ref] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.sends or self.acks)
+
+    @property
+    def claims(self) -> list[DuplicateClaim]:
+        return [claim for _, claim in self.sends if claim is not None]
+
+    async def commit(self, broker: Broker) -> None:
+        """Store the transaction's work and make it visible; TRANSACTION_ROLLED_BACK otherwise."""
+        try:
+            routed = [(msg, claim, broker.route(msg)) for msg, claim in self.sends]
+        except BrokerError as exc:
+            self.rollback(broker)
+            raise BrokerError(Reason.TRANSACTION_ROLLED_BACK, f"transaction rolled back: {exc.message}") from None
+        staged = StagedSend()
+        for i, (msg, claim, queues) in enumerate(routed):
+            broker.stage_send(staged, i, msg, queues, claim)
+        for ref in self.acks:
+            broker.acknowledge(ref)
+        resp = await broker.stored()
+        if not resp.ok:
+            broker.duplicates.release(self.claims, delete_rows=True)
+            raise BrokerError(Reason.TRANSACTION_ROLLED_BACK, f"transaction not stored: {resp.reason} {resp.message}")
+        broker.enqueue(staged.refs)
+
+    def rollback(self, broker: Broker) -> None:
+        """Discard the sends; the acknowledged messages are redelivered."""
+        broker.duplicates.release(self.claims, delete_rows=False)
+        for msg, _ in self.sends:
+            if msg.large:
+                broker.batch().delete_large_messages.append(msg.id)
+        for ref in reversed(self.acks):
+            broker.cancel(ref)

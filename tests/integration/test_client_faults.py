@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 CLIENT = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, os, sys
     from meshmq.client import connect
 
     async def main(url, queue, marker):
@@ -27,7 +27,9 @@ CLIENT = textwrap.dedent(
         got = [await c.receive(10) for _ in range(3)]
         got[0].ack()
         await s.create_producer("barrier")  # answered after the router processed the ack (one ordered stream)
-        open(marker, "w").write(",".join(m.body.decode() for m in got))
+        with open(marker + ".tmp", "w") as f:  # renamed into place: the test never reads half a file
+            f.write(",".join(m.body.decode() for m in got))
+        os.replace(marker + ".tmp", marker)
         await asyncio.Event().wait()  # hold the rest, unacknowledged, until killed
 
     asyncio.run(main(*sys.argv[1:]))

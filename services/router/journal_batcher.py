@@ -23,7 +23,7 @@ from meshmq.errors import Reason
 from meshmq.journal_client import JournalAPI
 from meshmq.v1 import journal_pb2 as jpb
 
-log = logging.getLogger("meshmq.router.persistence")
+log = logging.getLogger("meshmq.router.journal")
 
 # Enough that the journal always has the next requests queued while answers
 # travel back, even when light, paced traffic cuts them small (4 measured

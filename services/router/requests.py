@@ -1,0 +1,146 @@
+"""Client session requests as the router's own types, converted once at the edge.
+
+The gRPC servicer turns each `SessionRequest` into one of these commands and
+the session works only with them, so nothing inside the router depends on the
+wire format's oneof layout. Message payloads (`meshmq.v1.Message`) are kept as
+they arrived: they are what the journal stores and what consumers receive, and
+rebuilding them would cost a copy per message on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from meshmq.errors import BrokerError, Reason
+from meshmq.v1 import broker_pb2 as bpb
+from meshmq.v1 import messages_pb2 as mpb
+
+
+@dataclass(frozen=True, slots=True)
+class OpenSession:
+    client_id: str
+    transacted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CreateProducer:
+    producer_id: int
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class CloseProducer:
+    producer_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessages:
+    producer_id: int
+    batch_id: int
+    messages: Sequence[mpb.Message]
+
+
+@dataclass(frozen=True, slots=True)
+class LargeBodyChunk:
+    """One piece of a large message's body, after its header was sent alone in a batch."""
+
+    producer_id: int
+    batch_id: int
+    data: bytes
+    last: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CreateConsumer:
+    consumer_id: int
+    queue: str
+    address: str
+    subscription: str
+    filter: str
+    window_size: int
+    routing_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConsumer:
+    consumer_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GrantCredits:
+    consumer_id: int
+    credits: int
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledge:
+    consumer_id: int
+    delivery_ids: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Deliveries handed back unacknowledged (the client's nack)."""
+
+    consumer_id: int
+    delivery_ids: Sequence[int]
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rollback:
+    request_id: int
+
+
+SessionCommand = (
+    CreateProducer | CloseProducer | SendMessages | LargeBodyChunk | CreateConsumer | CloseConsumer
+    | GrantCredits | Acknowledge | Reject | Commit | Rollback
+)
+
+
+def _convert(req: bpb.SessionRequest, kind: str):
+    if kind == "send":
+        s = req.send
+        return SendMessages(s.producer_id, s.batch_id, s.messages)
+    if kind == "ack":
+        return Acknowledge(req.ack.consumer_id, req.ack.delivery_ids)
+    if kind == "flow":
+        return GrantCredits(req.flow.consumer_id, req.flow.credits)
+    if kind == "large_chunk":
+        c = req.large_chunk
+        return LargeBodyChunk(c.producer_id, c.batch_id, c.data, c.last)
+    if kind == "nack":
+        return Reject(req.nack.consumer_id, req.nack.delivery_ids)
+    if kind == "create_producer":
+        return CreateProducer(req.create_producer.producer_id, req.create_producer.address)
+    if kind == "create_consumer":
+        c = req.create_consumer
+        return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type)
+    if kind == "close_consumer":
+        return CloseConsumer(req.close_consumer.consumer_id)
+    if kind == "close_producer":
+        return CloseProducer(req.close_producer.producer_id)
+    if kind == "commit":
+        return Commit(req.commit.request_id)
+    if kind == "rollback":
+        return Rollback(req.rollback.request_id)
+    if kind == "open":
+        raise BrokerError(Reason.INVALID_REQUEST, "`open` sent twice: a session is opened once, by its first request")
+    raise BrokerError(Reason.INVALID_REQUEST, f"unexpected request {kind or '(empty)'} on an open session")
+
+
+def session_command(req: bpb.SessionRequest) -> SessionCommand:
+    """The command a request carries; INVALID_REQUEST for an empty or misplaced one."""
+    return _convert(req, req.WhichOneof("kind"))
+
+
+def open_session(req: bpb.SessionRequest) -> OpenSession:
+    """The first request of a session, which must be `open`."""
+    if req.WhichOneof("kind") != "open":
+        raise BrokerError(Reason.INVALID_REQUEST, "the first request of a session must be `open`")
+    return OpenSession(req.open.client_id, req.open.transacted)

@@ -1,0 +1,128 @@
+"""Where a message goes: the routing decision, as a pure function.
+
+`decide(msg, address, settings, ...)` looks at the message's address and
+routing type, the address's bindings and its address settings, and says what
+must happen — nothing more: it changes nothing and does no I/O. The router
+(`Broker.route`) carries the decision out: it creates the address or the
+auto-created queue the decision asks for, or redirects an unroutable message
+to the dead-letter address, and decides again; those are separate steps
+(`Broker.ensure_address`, `Broker.create_queue`, `dead_letter.redirect_unroutable`).
+
+A binding is anything a message can be routed to: a local queue today, a
+queue on another node behind a cluster bridge tomorrow. It has a name, a
+routing type and `accepts(msg)` (its filter).
+
+Semantics, as Artemis: multicast queues each get a copy when their filter
+accepts; exactly one anycast queue gets it, round robin over the anycast
+queues whose filter accepts; a message with a routing type goes only to
+queues of that type; an address missing (or missing the routing type) is
+auto-created when auto-create-addresses allows; an anycast address without
+queues gets one when auto-create-queues allows; a message nobody takes goes
+to the dead-letter address when send-to-dla-on-no-route is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from meshmq.config.address_settings import ResolvedAddressSettings
+from meshmq.errors import BrokerError, Reason
+from meshmq.v1 import messages_pb2 as mpb
+
+ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
+# An address's routing types as a bit set.
+RT_BIT = {ANYCAST: 1, MULTICAST: 2}
+RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
+
+
+class Routable(Protocol):
+    """What routing reads of a message (ServerMessage has it)."""
+
+    address: str
+    routing_type: int  # 0 = whatever the address has
+
+    def lookup(self, name: str): ...
+
+
+class Binding(Protocol):
+    name: str
+    routing_type: int
+
+    def accepts(self, msg: Routable) -> bool: ...
+
+
+class Bindings(Protocol):
+    """An address as routing sees it (services/router/addresses.py `Address`)."""
+
+    name: str
+    routing_types: int
+    auto_created: bool
+
+    def split(self) -> tuple[Sequence[Binding], Sequence[Binding]]:
+        """(multicast bindings, anycast bindings)."""
+        ...
+
+
+@dataclass(slots=True)
+class RoutingDecision:
+    # The bindings that get the message (empty: it is routed nowhere).
+    targets: list = field(default_factory=list)
+    # Create the address, or add this routing type to it, then decide again.
+    create_address: int = 0
+    # Auto-create this anycast queue on the address, then decide again.
+    create_queue: str = ""
+    # Nothing takes the message: send it to this address instead, then decide again.
+    dead_letter_address: str = ""
+    # An anycast binding was picked with the address's round-robin position: advance it.
+    advance_round_robin: bool = False
+
+    @property
+    def final(self) -> bool:
+        return not (self.create_address or self.create_queue or self.dead_letter_address)
+
+
+def decide(
+    msg: Routable,
+    address: Bindings | None,
+    settings: ResolvedAddressSettings,
+    *,
+    round_robin: int = 0,
+    queue_exists: Callable[[str], bool] = lambda name: False,
+) -> RoutingDecision:
+    """The routing decision for one message (pure; see the module docstring).
+
+    `address` is the message's address as it stands (None: it does not
+    exist), `settings` its address settings, `round_robin` the address's
+    round-robin position, `queue_exists` whether a queue name is taken
+    (an auto-created anycast queue is named after its address unless that
+    name is taken). Raises ADDRESS_NOT_FOUND when the address would have to
+    be created and auto-create-addresses is false for it.
+    """
+    rt = msg.routing_type
+    if address is None or (rt and not address.routing_types & RT_BIT[rt]):
+        if address is None and not settings.auto_create_addresses:
+            raise BrokerError(
+                Reason.ADDRESS_NOT_FOUND,
+                f"address {msg.address!r} does not exist and auto-create-addresses is false for it",
+            )
+        return RoutingDecision(create_address=rt or RT_BY_NAME[settings.default_address_routing_type])
+    multicast, anycast = address.split()
+    targets = [b for b in multicast if b.accepts(msg)] if rt != ANYCAST and multicast else []
+    advance = False
+    if rt != MULTICAST and address.routing_types & RT_BIT[ANYCAST]:
+        if not anycast and settings.auto_create_queues:
+            name = address.name if not queue_exists(address.name) else f"{address.name}.anycast"
+            return RoutingDecision(create_queue=name)
+        if len(anycast) == 1:
+            if anycast[0].accepts(msg):
+                targets.append(anycast[0])
+        elif anycast:
+            matching = [b for b in anycast if b.accepts(msg)]
+            if matching:
+                targets.append(matching[round_robin % len(matching)])
+                advance = True
+    if not targets and settings.send_to_dla_on_no_route and settings.dead_letter_address not in (None, msg.address):
+        return RoutingDecision(dead_letter_address=settings.dead_letter_address)
+    return RoutingDecision(targets, advance_round_robin=advance)
