@@ -39,10 +39,9 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from meshmq.discovery_client import Announcer, GrpcDiscoveryClient, TopologyWatcher  # noqa: E402
+from meshmq.discovery import Announcer, DiscoveryCore, GrpcDiscoveryClient, TopologyWatcher  # noqa: E402
+from meshmq.discovery.etcd_backend import EtcdBackend  # noqa: E402
 from meshmq.v1 import discovery_pb2 as dpb  # noqa: E402
-from services.discovery.core import DiscoveryCore  # noqa: E402
-from services.discovery.etcd_backend import EtcdBackend  # noqa: E402
 from tests.fixtures.etcd import EtcdServer  # noqa: E402
 
 
@@ -252,8 +251,8 @@ async def main(args) -> None:
         discovery:
           listen: {{host: 127.0.0.1, port: 0}}
     """))
-    service = await Proc(work, "service", [sys.executable, "-m", "services.discovery", "--config", str(cfg),
-                                           "--quiet"]).wait_ready()
+    service = await Proc(work, "service", [sys.executable, "-m", "meshmq.cli.main", "serve", "discovery",
+                                           "--config", str(cfg), "--quiet"]).wait_ready()
     etcd_version = subprocess.run(["etcd", "--version"], capture_output=True, text=True).stdout.split()[2]
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                                 f"Python {platform.python_version()}, etcd {etcd_version}"}

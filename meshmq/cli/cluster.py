@@ -1,5 +1,5 @@
 """`meshmq cluster up|status|down`: a cluster file as local processes on loopback
-(etcd, the discovery service, N routers). The work is `meshmq.cluster.LocalCluster`."""
+(etcd, the discovery service, N routers). The work is `meshmq.launcher.LocalCluster`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _run(coro):
 
 def _cluster(spec_file: str | None, run_dir: str | None, *, free_ports: bool = False):
     """The cluster named by -f (its run directory unless --run-dir) or by --run-dir alone."""
-    from meshmq.cluster import LocalCluster, load_cluster_spec
+    from meshmq.launcher import LocalCluster, load_cluster_spec
     from meshmq.config.loader import ConfigError
 
     if spec_file is None:
@@ -70,7 +70,7 @@ def up(spec_file, run_dir, free_ports, timeout) -> None:
     The processes keep running after this command exits; logs, pids and
     cluster.json are in the run directory. On failure, prints the failing
     process's log tail and stops everything it started."""
-    from meshmq.cluster import ClusterError
+    from meshmq.launcher import ClusterError
 
     lc = _cluster(spec_file, run_dir, free_ports=free_ports)
     _say(f"starting cluster {lc.spec.cluster_name} in {lc.run_dir}")
@@ -103,7 +103,7 @@ def status(spec_file, run_dir) -> None:
 
     Exit status 0 when every process is alive and every node is in the
     topology, 1 otherwise (2: nothing was started in the run directory)."""
-    from meshmq.cluster import ClusterError
+    from meshmq.launcher import ClusterError
 
     lc = _cluster(spec_file, run_dir)
     try:
@@ -122,7 +122,7 @@ def status(spec_file, run_dir) -> None:
 def down(spec_file, run_dir, timeout) -> None:
     """Stop the cluster: routers, then discovery, then etcd (SIGTERM, then
     SIGKILL after --timeout). Keeps logs and data; safe to repeat."""
-    from meshmq.cluster import ClusterError
+    from meshmq.launcher import ClusterError
 
     lc = _cluster(spec_file, run_dir)
     try:

@@ -29,7 +29,7 @@ def _load(path: str):
 
 
 def _run(coro):
-    from meshmq.hosting import install_event_loop_policy
+    from meshmq.runtime import install_event_loop_policy
 
     install_event_loop_policy()
     try:
@@ -40,35 +40,30 @@ def _run(coro):
         return None
 
 
-def _serve(config, service: str, ready_file: str | None, quiet: bool) -> None:
-    from meshmq import hosting
+def _serve(config, name: str, ready_file: str | None, quiet: bool) -> None:
+    """Run one installed service (meshmq/service_registry.py) until a signal."""
+    from meshmq.runtime import NodeHalted, setup_logging
+    from meshmq.service_registry import UnknownServiceError, service
 
-    hosting.setup_logging(config.name)
+    try:
+        svc = service(name)
+    except UnknownServiceError as exc:
+        _fail(str(exc))
+    setup_logging(config.name)
     if not quiet:
         click.echo("# effective configuration\n" + effective_config_yaml(config), err=True)
 
     def announce(info: dict) -> None:
-        where = ", ".join(info["endpoints"])
-        if service == "router":
-            click.echo(f"meshmq router {info['name']} listening on {where} (node {info['node_id']}, journal {info['journal']})")
-        elif service == "discovery":
-            click.echo(f"meshmq discovery listening on {where} ({info['backend']}, cluster {info['cluster_name']})")
-        else:
-            click.echo(f"meshmq journal listening on {where} (store {info['store']})")
+        click.echo(svc.ready_line(info))
         sys.stdout.flush()
 
-    runner = {"router": hosting.run_router, "journal": hosting.run_journal, "discovery": hosting.run_discovery}[service]
     try:
-        _run(runner(config, ready_file=ready_file, on_ready=announce))
-    except Exception as exc:  # start-up failures and halts: say what, not a traceback
-        from services.journal.store import StoreError
-
-        if isinstance(exc, hosting.NodeHalted):
-            click.secho(f"error: node halted: {exc}", fg="red", err=True)
-            sys.exit(3)
-        if isinstance(exc, (StoreError, RuntimeError, OSError)):
-            _fail(str(exc))
-        raise
+        _run(svc.run(config, ready_file=ready_file, on_ready=announce))
+    except NodeHalted as exc:
+        click.secho(f"error: node halted: {exc}", fg="red", err=True)
+        sys.exit(3)
+    except (RuntimeError, OSError) as exc:  # start-up failures (a store that cannot open, a port taken): say what
+        _fail(str(exc))
 
 
 @click.group()
@@ -98,36 +93,35 @@ def up(config_path, data_dir, host, port, ready_file, quiet) -> None:
     _serve(config, "router", ready_file, quiet)
 
 
-@main.group()
+class _ServiceCommands(click.Group):
+    """`meshmq serve NAME` for every service installed under the meshmq.services entry points."""
+
+    def list_commands(self, ctx) -> list[str]:
+        from meshmq.service_registry import service_names
+
+        return service_names()
+
+    def get_command(self, ctx, name: str) -> click.Command | None:
+        from meshmq.service_registry import UnknownServiceError, service
+
+        try:
+            svc = service(name)
+        except UnknownServiceError:
+            return None
+
+        @click.command(name, help=svc.summary)
+        @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
+        @click.option("--ready-file", type=click.Path(dir_okay=False))
+        @click.option("--quiet", is_flag=True)
+        def run(config_path, ready_file, quiet) -> None:
+            _serve(_load(config_path), name, ready_file, quiet)
+
+        return run
+
+
+@main.group(cls=_ServiceCommands)
 def serve() -> None:
     """Run one service from a node config file."""
-
-
-@serve.command("router")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--ready-file", type=click.Path(dir_okay=False))
-@click.option("--quiet", is_flag=True)
-def serve_router(config_path, ready_file, quiet) -> None:
-    """The broker node (journal in-process unless journal.address is set)."""
-    _serve(_load(config_path), "router", ready_file, quiet)
-
-
-@serve.command("journal")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--ready-file", type=click.Path(dir_okay=False))
-@click.option("--quiet", is_flag=True)
-def serve_journal(config_path, ready_file, quiet) -> None:
-    """The journal service alone, listening on journal.listen."""
-    _serve(_load(config_path), "journal", ready_file, quiet)
-
-
-@serve.command("discovery")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--ready-file", type=click.Path(dir_okay=False))
-@click.option("--quiet", is_flag=True)
-def serve_discovery(config_path, ready_file, quiet) -> None:
-    """The discovery service alone, listening on discovery.listen."""
-    _serve(_load(config_path), "discovery", ready_file, quiet)
 
 
 @main.group()

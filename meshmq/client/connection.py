@@ -74,8 +74,7 @@ class Connection:
     async def _discover(self) -> tuple[Server, ...]:
         """The nodes announced in etcd right now (discovery serves the first contact only)."""
         from meshmq.config.models import DiscoveryGroup, EtcdSettings
-        from meshmq.discovery_client import TopologyWatcher
-        from services.discovery.core import DiscoveryCore  # hosted in-process, as the router hosts it
+        from meshmq.discovery import DiscoveryCore, TopologyWatcher  # hosted in-process, as the router hosts it
 
         d = self.uri.discovery
         group = DiscoveryGroup(

@@ -6,13 +6,8 @@ meshmq/config/models.py; docs/discovery.md describes them.
 
 from __future__ import annotations
 
-from meshmq.config.models import (  # noqa: F401  (re-exported for the service's modules)
-    BroadcastGroup,
-    DiscoveryGroup,
-    DiscoveryService,
-    valid_name_segment,
-)
-from meshmq.discovery_client import DiscoveryConfigError
+from meshmq.config.models import DiscoveryGroup, DiscoveryService
+from meshmq.discovery import DiscoveryConfigError
 
 
 def served_group(discovery_groups: dict[str, DiscoveryGroup], discovery: DiscoveryService) -> tuple[str, DiscoveryGroup]:

@@ -1,4 +1,9 @@
-"""Discovery as a gRPC service (`meshmq serve discovery`)."""
+"""Discovery as a gRPC service (`meshmq serve discovery`).
+
+Only the transport lives here: the servicer turns each call into a call on a
+`meshmq.discovery.DiscoveryCore` and its errors into gRPC statuses with a
+reason, which `meshmq.discovery.GrpcDiscoveryClient` turns back.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,16 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from meshmq.discovery_client import DiscoveryConfigError, DiscoveryUnavailableError, NodeIdInUseError
+from meshmq.discovery import (
+    DiscoveryConfigError,
+    DiscoveryCore,
+    DiscoveryUnavailableError,
+    Membership,
+    NodeIdInUseError,
+)
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import discovery_pb2_grpc as dgrpc
-
-from .core import DiscoveryCore, Membership
 
 log = logging.getLogger("meshmq.discovery")
 

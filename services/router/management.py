@@ -12,7 +12,7 @@ from meshmq.v1 import management_pb2_grpc as mggrpc
 from .auth import Authenticator
 from .broker import Broker
 from .queue import Queue
-from .topology import Topology
+from .client_topology import ClientTopology
 
 
 def queue_info(q: Queue) -> mgpb.QueueInfo:
@@ -35,7 +35,7 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 
 
 class ManagementServicer(mggrpc.ManagementServicer):
-    def __init__(self, broker: Broker, auth: Authenticator, topology: Topology) -> None:
+    def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology) -> None:
         self.broker = broker
         self.auth = auth
         self.topology = topology

@@ -26,7 +26,7 @@ from .management import ManagementServicer
 from .requests import open_session, session_command
 from .routing import ANYCAST, MULTICAST
 from .session import ServerSession
-from .topology import Topology
+from .client_topology import ClientTopology
 
 log = logging.getLogger("meshmq.router")
 
@@ -110,7 +110,7 @@ class RouterNode:
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []
-        self.topology = Topology()
+        self.topology = ClientTopology()
         self._reaper: asyncio.Task | None = None
 
     async def start(self) -> list[str]:

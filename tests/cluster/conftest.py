@@ -1,6 +1,6 @@
 import pytest
 
-from meshmq.cluster import LocalCluster
+from meshmq.launcher import LocalCluster
 from tests.fixtures.etcd import etcd_binary
 
 

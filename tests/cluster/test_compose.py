@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from meshmq.cluster import load_cluster_spec
+from meshmq.launcher import load_cluster_spec
 from meshmq.config.loader import load_config_text
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ import psutil
 import pytest
 
 from meshmq.client import connect
-from meshmq.cluster import ClusterError, ClusterSpec, ClusterUpError, LocalCluster, load_cluster_spec
+from meshmq.launcher import ClusterError, ClusterSpec, ClusterUpError, LocalCluster, load_cluster_spec
 from meshmq.config.loader import load_config
-from meshmq.discovery_client import GrpcDiscoveryClient
+from meshmq.discovery import GrpcDiscoveryClient
 from meshmq.v1 import discovery_pb2 as dpb
 
 pytestmark = pytest.mark.integration

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from meshmq.cluster import ClusterSpec, ClusterUpError, LocalCluster, load_cluster_spec, load_cluster_spec_text
-from meshmq.cluster.launcher import missing_from_topology
-from meshmq.cluster.spec import build_config, deep_merge, discovery_config_data, node_config_data
-from meshmq.cluster.state import ProcessRecord
+from meshmq.launcher import ClusterSpec, ClusterUpError, LocalCluster, load_cluster_spec, load_cluster_spec_text
+from meshmq.launcher.launcher import missing_from_topology
+from meshmq.launcher.spec import build_config, deep_merge, discovery_config_data, node_config_data
+from meshmq.launcher.state import ProcessRecord
 from meshmq.config.loader import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,7 +227,7 @@ async def test_a_port_in_use_is_refused_before_anything_starts(tmp_path):
 
 
 async def test_status_and_down_where_nothing_was_started(tmp_path):
-    from meshmq.cluster import ClusterError
+    from meshmq.launcher import ClusterError
 
     with pytest.raises(ClusterError, match="no cluster was started in"):
         await LocalCluster.attach(tmp_path).status()

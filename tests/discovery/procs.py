@@ -17,7 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from meshmq.discovery_client import TopologyWatcher
+from meshmq.discovery import TopologyWatcher
 from meshmq.v1 import discovery_pb2 as dpb
 from tests.fixtures.nodes import eventually  # noqa: F401  (used by the discovery tests)
 

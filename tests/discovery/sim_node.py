@@ -20,21 +20,21 @@ import signal
 import sys
 from pathlib import Path
 
-from meshmq.discovery_client import (
+from meshmq.discovery import (
     Announcer,
     DiscoveryError,
     DiscoveryUnavailableError,
     GrpcDiscoveryClient,
     NodeIdInUseError,
 )
-from meshmq.hosting import setup_logging
+from meshmq.runtime import setup_logging
 from meshmq.v1 import discovery_pb2 as dpb
 
 
 async def run(args: argparse.Namespace) -> int:
     if args.etcd:
-        from services.discovery.core import DiscoveryCore
-        from services.discovery.etcd_backend import EtcdBackend
+        from meshmq.discovery import DiscoveryCore
+        from meshmq.discovery.etcd_backend import EtcdBackend
 
         api = DiscoveryCore(EtcdBackend([args.etcd]), refresh_timeout_ms=args.refresh_timeout,
                             initial_wait_timeout_ms=args.initial_wait_timeout)

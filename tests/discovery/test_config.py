@@ -9,7 +9,7 @@ import pytest
 
 from meshmq.config.loader import ConfigError, load_config
 from meshmq.config.models import DiscoveryService
-from meshmq.discovery_client import DiscoveryConfigError
+from meshmq.discovery import DiscoveryConfigError
 from services.discovery.config import served_group
 
 

@@ -7,10 +7,9 @@ import asyncio
 
 import pytest
 
-from meshmq.discovery_client import DiscoveryConfigError, DiscoveryUnavailableError, TopologyWatcher
+from meshmq.discovery import DiscoveryConfigError, DiscoveryCore, DiscoveryUnavailableError, TopologyWatcher
+from meshmq.discovery.static_backend import StaticBackend
 from meshmq.v1 import discovery_pb2 as dpb
-from services.discovery.core import DiscoveryCore
-from services.discovery.static_backend import StaticBackend
 
 
 class FakeRegistration:

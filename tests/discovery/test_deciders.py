@@ -7,10 +7,9 @@ import logging
 
 import pytest
 
-from meshmq.discovery_client import Backoff, OutageLog, TopologyState
+from meshmq.discovery import Backoff, OutageLog, TopologyState, join_problems
+from meshmq.discovery.etcd_backend import decode, encode, grpc_target
 from meshmq.v1 import discovery_pb2 as dpb
-from services.discovery.core import join_problems
-from services.discovery.etcd_backend import decode, encode, grpc_target
 
 
 def node(node_id: str, connector: str = "127.0.0.1:61616", **fields) -> dpb.ClusterNode:

@@ -17,10 +17,9 @@ import time
 
 import pytest
 
-from meshmq.discovery_client import Announcer, DiscoveryUnavailableError, NodeIdInUseError, TopologyWatcher
+from meshmq.discovery import Announcer, DiscoveryCore, DiscoveryUnavailableError, NodeIdInUseError, TopologyWatcher
+from meshmq.discovery.etcd_backend import EtcdBackend
 from meshmq.v1 import discovery_pb2 as dpb
-from services.discovery.core import DiscoveryCore
-from services.discovery.etcd_backend import EtcdBackend
 
 from .procs import Recorder, eventually, node_ids
 

@@ -10,16 +10,16 @@ import time
 
 import pytest
 
-from meshmq.discovery_client import (
+from meshmq.discovery import (
     Announcer,
     DiscoveryConfigError,
+    DiscoveryCore,
     GrpcDiscoveryClient,
     NodeIdInUseError,
     TopologyWatcher,
 )
+from meshmq.discovery.etcd_backend import EtcdBackend
 from meshmq.v1 import discovery_pb2 as dpb
-from services.discovery.core import DiscoveryCore
-from services.discovery.etcd_backend import EtcdBackend
 
 from .procs import Recorder, eventually, node_ids
 

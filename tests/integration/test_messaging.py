@@ -204,9 +204,17 @@ async def test_expired_messages_go_to_the_expiry_address(conn):
                 return info
             await asyncio.sleep(0.05)
 
+    async def moved():
+        # The copy joins ExpiryQueue once its journal commit completes, just after the expiry counts.
+        while True:
+            after = await conn.admin.queue("ExpiryQueue")
+            if after.messages_added > before.messages_added:
+                return after
+            await asyncio.sleep(0.05)
+
     info = await asyncio.wait_for(expired(), 10)
     assert info.message_count == 1
-    after = await conn.admin.queue("ExpiryQueue")
+    after = await asyncio.wait_for(moved(), 10)
     assert after.messages_added == before.messages_added + 1
     c = await s.create_consumer(q)
     assert (await c.receive(5)).body == b"keeper"

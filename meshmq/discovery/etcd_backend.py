@@ -32,14 +32,10 @@ from aetcd import rpc
 from google.protobuf import json_format
 
 from meshmq.config.models import parse_host_port
-from meshmq.discovery_client import (
-    Backoff,
-    DiscoveryError,
-    DiscoveryUnavailableError,
-    NodeIdInUseError,
-    outage_log,
-)
 from meshmq.v1 import discovery_pb2 as dpb
+
+from .errors import DiscoveryError, DiscoveryUnavailableError, NodeIdInUseError
+from .retry import Backoff, outage_log
 
 log = logging.getLogger("meshmq.discovery.etcd")
 

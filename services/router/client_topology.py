@@ -12,7 +12,7 @@ import asyncio
 from meshmq.v1 import management_pb2 as mgpb
 
 
-class Topology:
+class ClientTopology:
     def __init__(self) -> None:
         self._members: dict[str, mgpb.TopologyMember] = {}
         self.version = 0

@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from meshmq.cluster.processes import Identity
+from meshmq.launcher.processes import Identity
 
 STATE_FILE = "cluster.json"
 FORMAT_VERSION = 1

@@ -25,16 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from meshmq.cluster import processes
-from meshmq.cluster.etcd import EtcdServer
-from meshmq.cluster.spec import (
+from meshmq.launcher import processes
+from meshmq.launcher.etcd import EtcdServer
+from meshmq.launcher.spec import (
     ClusterSpec,
     build_config,
     discovery_config_data,
     load_cluster_spec,
     node_config_data,
 )
-from meshmq.cluster.state import STATE_FILE, ClusterState, ProcessRecord
+from meshmq.launcher.state import STATE_FILE, ClusterState, ProcessRecord
 
 # Default seconds `down` waits after SIGTERM before SIGKILL (a router leaves
 # the topology and closes its journal within a second or two).
@@ -252,7 +252,7 @@ class LocalCluster:
     async def _wait_ready(self, spec: ClusterSpec, state: ClusterState,
                           spawned: list[tuple[ProcessRecord, subprocess.Popen]], started: float, deadline: float,
                           timeout: float, say: Progress) -> None:
-        from meshmq.discovery_client import DiscoveryError, GrpcDiscoveryClient
+        from meshmq.discovery import DiscoveryError, GrpcDiscoveryClient
         from meshmq.v1 import discovery_pb2 as dpb
 
         client: GrpcDiscoveryClient | None = None
@@ -324,7 +324,7 @@ class LocalCluster:
 
     @staticmethod
     async def _topology(state: ClusterState) -> tuple[frozenset[str] | None, str]:
-        from meshmq.discovery_client import DiscoveryError, GrpcDiscoveryClient
+        from meshmq.discovery import DiscoveryError, GrpcDiscoveryClient
         from meshmq.v1 import discovery_pb2 as dpb
 
         discovery = state.discovery

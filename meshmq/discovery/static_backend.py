@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
-from meshmq.discovery_client import DiscoveryConfigError
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .backend import Registration
+from .errors import DiscoveryConfigError
 
 
 class StaticBackend:

@@ -2,8 +2,8 @@
 
 Two backends satisfy `Backend`: etcd (`etcd_backend.py`) and a static list
 of connectors (`static_backend.py`). The core (`core.py`) speaks only this
-interface; errors are the `meshmq.discovery_client` ones, so they mean the
-same in every process.
+interface; errors are the ones in `errors.py`, so they mean the same in every
+process.
 """
 
 from __future__ import annotations

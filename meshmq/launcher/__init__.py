@@ -1,6 +1,6 @@
 """Several nodes on one machine: `meshmq cluster up|status|down` and its Python API.
 
-    from meshmq.cluster import LocalCluster, load_cluster_spec
+    from meshmq.launcher import LocalCluster, load_cluster_spec
 
     spec = load_cluster_spec("deploy/local/symmetric-3.yaml").with_free_ports()
     cluster = LocalCluster(spec, run_dir)
@@ -10,9 +10,11 @@
     await cluster.down()                    # nodes, discovery, etcd: SIGTERM, then SIGKILL after a deadline
 
 `docs/cluster-launcher.md` describes the cluster file and the run directory.
+The package is named for what it does — it launches local processes — and
+leaves the name "cluster" to cluster connections; the command keeps its name.
 """
 
-from meshmq.cluster.launcher import (
+from meshmq.launcher.launcher import (
     ClusterError,
     ClusterStatus,
     ClusterUpError,
@@ -20,8 +22,8 @@ from meshmq.cluster.launcher import (
     ProcessStatus,
     StoppedProcess,
 )
-from meshmq.cluster.spec import ClusterSpec, load_cluster_spec, load_cluster_spec_text
-from meshmq.cluster.state import ClusterState, ProcessRecord
+from meshmq.launcher.spec import ClusterSpec, load_cluster_spec, load_cluster_spec_text
+from meshmq.launcher.state import ClusterState, ProcessRecord
 
 __all__ = [
     "ClusterError",

@@ -1,11 +1,12 @@
-"""The discovery service's behaviour, independent of transport.
+"""`DiscoveryCore`: discovery's behaviour over a backend, independent of transport.
 
-The gRPC servicer (server.py) and a node that hosts discovery in its own
-process both call this object with the same protobuf messages; it satisfies
-`meshmq.discovery_client.DiscoveryAPI`. It checks announcements, hands them
-to the backend, and keeps one `TopologyWatcher` per cluster that every Watch
-caller shares, so etcd sees one watch per cluster however many watchers there
-are, and List can answer with the last known topology while etcd is away.
+The gRPC servicer (`services/discovery/server.py`), a router that hosts
+discovery in its own process and the SDK reading etcd for a first contact all
+call this object with the same protobuf messages; it satisfies `DiscoveryAPI`.
+It checks announcements (`join_problems`, pure), hands them to the backend,
+and keeps one `TopologyWatcher` per cluster that every Watch caller shares, so
+etcd sees one watch per cluster however many watchers there are, and List can
+answer with the last known topology while etcd is away.
 """
 
 from __future__ import annotations
@@ -13,18 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from meshmq.config.models import parse_host_port
-from meshmq.discovery_client import (
-    INITIAL_WAIT_TIMEOUT_MS,
-    REFRESH_TIMEOUT_MS,
-    DiscoveryConfigError,
-    DiscoveryUnavailableError,
-    TopologyWatcher,
-)
+from meshmq.config.models import DiscoveryGroup, parse_host_port, valid_name_segment
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .backend import Backend, Registration
-from .config import DiscoveryGroup, valid_name_segment
+from .errors import DiscoveryConfigError, DiscoveryUnavailableError
+from .timing import INITIAL_WAIT_TIMEOUT_MS, REFRESH_TIMEOUT_MS
+from .watcher import TopologyWatcher
 
 # How often a Watch caller waiting for the first snapshot hears why it is still waiting.
 _STATUS_WHILE_WAITING_S = 1.0
@@ -62,8 +58,9 @@ def join_problems(join: dpb.AnnounceRequest.Join, *, min_refresh_timeout_ms: int
     return problems
 
 
-class Membership:
-    """A node announced through this core; the caller keeps it alive."""
+class BackendMembership:
+    """A node announced through this core (a `Membership` over the backend's
+    registration); the caller keeps it alive."""
 
     def __init__(self, registration: Registration) -> None:
         self._registration = registration
@@ -138,7 +135,7 @@ class DiscoveryCore:
             backend = StaticBackend(group.static_connectors)
         else:
             raise DiscoveryConfigError(
-                "a discovery group with discovery-service is reached through meshmq.discovery_client.GrpcDiscoveryClient"
+                "a discovery group with discovery-service is reached through meshmq.discovery.GrpcDiscoveryClient"
             )
         return cls(backend, refresh_timeout_ms=group.refresh_timeout, initial_wait_timeout_ms=group.initial_wait_timeout)
 
@@ -150,7 +147,7 @@ class DiscoveryCore:
         """Fail now, clearly, if the backend cannot be reached within initial-wait-timeout."""
         await self.backend.check(self.initial_wait_timeout_ms / 1000)
 
-    async def announce(self, join: dpb.AnnounceRequest.Join) -> Membership:
+    async def announce(self, join: dpb.AnnounceRequest.Join) -> BackendMembership:
         problems = join_problems(join, min_refresh_timeout_ms=self.backend.min_refresh_timeout_ms)
         if problems:
             raise DiscoveryConfigError(f"bad announcement of node {join.node.node_id!r}: " + "; ".join(problems))
@@ -160,7 +157,7 @@ class DiscoveryCore:
         registration = await self.backend.register(
             node, refresh_timeout_ms=join.refresh_timeout_ms, broadcast_period_ms=join.broadcast_period_ms
         )
-        return Membership(registration)
+        return BackendMembership(registration)
 
     def _view(self, cluster_name: str) -> TopologyWatcher:
         view = self._views.get(cluster_name)

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from meshmq.cluster.processes import wait_started
+from meshmq.launcher.processes import wait_started
 
 START_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 10.0

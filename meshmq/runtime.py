@@ -1,0 +1,76 @@
+"""What every meshmq service process does the same way: the event loop
+policy, logging, the ready file, and running until a signal.
+
+Services import these; the core never imports a service (see
+`meshmq/service_registry.py` for how the CLI finds them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+
+class NodeHalted(RuntimeError):
+    """A service stopped itself to protect its data (a router fenced by a newer
+    owner of its store, or whose journal refused a write); exit code 3."""
+
+
+def install_event_loop_policy() -> None:
+    """uvloop where installed (DESIGN: the broker is an asyncio program on uvloop)."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def setup_logging(node: str, level: str = "INFO") -> None:
+    """One line per record, with the node's name on every line."""
+
+    class NodeFilter(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            record.node = node
+            return True
+
+    handler = logging.StreamHandler()
+    handler.addFilter(NodeFilter())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s node=%(node)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.getLogger("sqlalchemy").setLevel(logging.WARNING)
+
+
+def report_ready(info: dict, ready_file: str | None, on_ready: Callable[[dict], None] | None) -> None:
+    """Tell whoever waits that the service listens: the ready file (written
+    atomically, so a reader never sees half of it) and the callback."""
+    if ready_file:
+        tmp = Path(ready_file).with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        tmp.replace(ready_file)
+    if on_ready:
+        on_ready(info)
+
+
+async def first_done(*tasks: asyncio.Task) -> None:
+    """Until the first of these tasks completes (its outcome stays in the task)."""
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def until_signalled(extra: asyncio.Future | None = None) -> None:
+    """Until SIGINT or SIGTERM (or `extra` completes)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    waiters = [asyncio.create_task(stop.wait())]
+    if extra is not None:
+        waiters.append(extra)
+    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    for w in waiters:
+        w.cancel()
