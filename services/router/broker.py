@@ -366,10 +366,7 @@ class Broker:
         for _ in range(MAX_ROUTING_STEPS):
             addr = self.addresses.get(msg.address)
             settings = self.settings(msg.address)
-            decision = decide(
-                msg, addr, settings, round_robin=addr.round_robin if addr is not None else 0,
-                queue_exists=self.queues.__contains__,
-            )
+            decision = decide(msg, addr, settings, addr.round_robin if addr is not None else 0, self.queues)
             if decision.final:
                 if decision.advance_round_robin:
                     addr.round_robin += 1

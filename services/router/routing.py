@@ -23,7 +23,7 @@ to the dead-letter address when send-to-dla-on-no-route is set.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -69,14 +69,14 @@ class Bindings(Protocol):
 class RoutingDecision:
     # The bindings that get the message (empty: it is routed nowhere).
     targets: list = field(default_factory=list)
+    # An anycast binding was picked with the address's round-robin position: advance it.
+    advance_round_robin: bool = False
     # Create the address, or add this routing type to it, then decide again.
     create_address: int = 0
     # Auto-create this anycast queue on the address, then decide again.
     create_queue: str = ""
     # Nothing takes the message: send it to this address instead, then decide again.
     dead_letter_address: str = ""
-    # An anycast binding was picked with the address's round-robin position: advance it.
-    advance_round_robin: bool = False
 
     @property
     def final(self) -> bool:
@@ -87,17 +87,17 @@ def decide(
     msg: Routable,
     address: Bindings | None,
     settings: ResolvedAddressSettings,
-    *,
     round_robin: int = 0,
-    queue_exists: Callable[[str], bool] = lambda name: False,
+    taken: Container[str] = (),
 ) -> RoutingDecision:
     """The routing decision for one message (pure; see the module docstring).
 
     `address` is the message's address as it stands (None: it does not
     exist), `settings` its address settings, `round_robin` the address's
-    round-robin position, `queue_exists` whether a queue name is taken
-    (an auto-created anycast queue is named after its address unless that
-    name is taken). Raises ADDRESS_NOT_FOUND when the address would have to
+    round-robin position, `taken` the queue names in use (an auto-created
+    anycast queue is named after its address unless that name is taken).
+    Called for every message: keep it cheap (positional arguments from the
+    hot path, no allocation but the decision). Raises ADDRESS_NOT_FOUND when the address would have to
     be created and auto-create-addresses is false for it.
     """
     rt = msg.routing_type
@@ -113,7 +113,7 @@ def decide(
     advance = False
     if rt != MULTICAST and address.routing_types & RT_BIT[ANYCAST]:
         if not anycast and settings.auto_create_queues:
-            name = address.name if not queue_exists(address.name) else f"{address.name}.anycast"
+            name = address.name if address.name not in taken else f"{address.name}.anycast"
             return RoutingDecision(create_queue=name)
         if len(anycast) == 1:
             if anycast[0].accepts(msg):
@@ -125,4 +125,4 @@ def decide(
                 advance = True
     if not targets and settings.send_to_dla_on_no_route and settings.dead_letter_address not in (None, msg.address):
         return RoutingDecision(dead_letter_address=settings.dead_letter_address)
-    return RoutingDecision(targets, advance_round_robin=advance)
+    return RoutingDecision(targets, advance)

@@ -156,7 +156,7 @@ def test_anycast_address_without_queues_auto_creates_one_named_after_it():
 
 
 def test_auto_created_queue_takes_another_name_when_the_address_name_is_taken():
-    decision = decide(Msg("orders"), anycast("orders"), DEFAULTS, queue_exists=lambda n: n == "orders")
+    decision = decide(Msg("orders"), anycast("orders"), DEFAULTS, taken={"orders"})
     assert decision.create_queue == "orders.anycast"
 
 
