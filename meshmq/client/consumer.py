@@ -32,6 +32,9 @@ class Consumer:
         self._large: dict[int, tuple[ReceivedMessage, bytearray]] = {}
         self._error: MeshMQError | None = None
         self._closed = False
+        # The last delivery handed to the application: what follows it in the
+        # buffer is unseen, and the router does not count it as an attempt.
+        self.last_handed = 0
 
     # ------------------------------------------------------------ from the session
 
@@ -57,6 +60,12 @@ class Consumer:
             self._buffer.append(msg)
             self._arrived.set()
 
+    def _on_rollback(self) -> None:
+        """The router took back every unacknowledged delivery: drop the buffer
+        (its credit was returned there) and wait for the redelivery."""
+        self._buffer.clear()
+        self._large.clear()
+
     def _on_error(self, err: MeshMQError) -> None:
         self._error = err
         self._arrived.set()
@@ -75,7 +84,11 @@ class Consumer:
                 await asyncio.wait_for(self._arrived.wait(), timeout)
             except asyncio.TimeoutError:
                 return None
-        msg = self._buffer.popleft()
+        return self._hand(self._buffer.popleft())
+
+    def _hand(self, msg: ReceivedMessage) -> ReceivedMessage:
+        """A message leaves the buffer for the application."""
+        self.last_handed = msg.delivery_id
         self._credit(msg.size)
         return msg
 
@@ -87,9 +100,7 @@ class Consumer:
         out = [first]
         buffer = self._buffer
         while buffer and len(out) < max_messages:
-            msg = buffer.popleft()
-            self._credit(msg.size)
-            out.append(msg)
+            out.append(self._hand(buffer.popleft()))
         return out
 
     def receive_nowait(self) -> ReceivedMessage | None:
@@ -97,9 +108,7 @@ class Consumer:
             if self._error is not None:
                 raise self._error
             return None
-        msg = self._buffer.popleft()
-        self._credit(msg.size)
-        return msg
+        return self._hand(self._buffer.popleft())
 
     def __aiter__(self):
         return self
@@ -155,5 +164,9 @@ class Consumer:
         self._closed = True
         self._arrived.set()
         if self._error is None:
-            self._session.write(bpb.SessionRequest(close_consumer=bpb.CloseConsumer(consumer_id=self.id)))
+            self._session.write(
+                bpb.SessionRequest(
+                    close_consumer=bpb.CloseConsumer(consumer_id=self.id, last_handed_delivery_id=self.last_handed)
+                )
+            )
         self._session._forget_consumer(self.id)

@@ -130,6 +130,11 @@ class Session:
         elif kind == "error":
             self._on_error(resp.error)
         else:
+            if kind == "tx_result" and not resp.tx_result.committed:
+                # Rolled back: the router took back everything our consumers held,
+                # and redelivers it in order after this answer.
+                for c in self._consumers.values():
+                    c._on_rollback()
             body = getattr(resp, kind)
             key = {
                 "opened": 0,
@@ -247,7 +252,11 @@ class Session:
         self._flush_acks()
         rid = next(self._ids)
         fut = self._expect("tx_result", rid)
-        self.write(bpb.SessionRequest(**{kind: bpb.TxRequest(request_id=rid)}))
+        req = bpb.TxRequest(request_id=rid)
+        if kind == "rollback":
+            for c in self._consumers.values():
+                req.handed.add(consumer_id=c.id, last_handed_delivery_id=c.last_handed)
+        self.write(bpb.SessionRequest(**{kind: req}))
         await self._wait(fut)
 
     def _forget_consumer(self, cid: int) -> None:

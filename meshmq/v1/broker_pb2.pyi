@@ -208,16 +208,28 @@ class NackBatch(_message.Message):
     def __init__(self, consumer_id: _Optional[int] = ..., delivery_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CloseConsumer(_message.Message):
-    __slots__ = ("consumer_id",)
+    __slots__ = ("consumer_id", "last_handed_delivery_id")
     CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_HANDED_DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
     consumer_id: int
-    def __init__(self, consumer_id: _Optional[int] = ...) -> None: ...
+    last_handed_delivery_id: int
+    def __init__(self, consumer_id: _Optional[int] = ..., last_handed_delivery_id: _Optional[int] = ...) -> None: ...
 
 class TxRequest(_message.Message):
-    __slots__ = ("request_id",)
+    __slots__ = ("request_id", "handed")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
-    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+    handed: _containers.RepeatedCompositeFieldContainer[HandedPosition]
+    def __init__(self, request_id: _Optional[int] = ..., handed: _Optional[_Iterable[_Union[HandedPosition, _Mapping]]] = ...) -> None: ...
+
+class HandedPosition(_message.Message):
+    __slots__ = ("consumer_id", "last_handed_delivery_id")
+    CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_HANDED_DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    consumer_id: int
+    last_handed_delivery_id: int
+    def __init__(self, consumer_id: _Optional[int] = ..., last_handed_delivery_id: _Optional[int] = ...) -> None: ...
 
 class TxResult(_message.Message):
     __slots__ = ("request_id", "committed")

@@ -186,6 +186,8 @@ class Broker:
             self.enqueue(refs)
 
     def report_lost(self, refs: list[Ref], resp: jpb.AppendResponse) -> None:
+        for ref in refs:
+            ref.queue.incoming -= 1
         log.error("%d message references not stored (%s); dropped until restart", len(refs), resp.message)
 
     # ------------------------------------------------------------ addresses and queues
@@ -280,9 +282,7 @@ class Broker:
         """After the last consumer left: drop a temporary or empty auto-created queue."""
         if q.deleted or q.consumers:
             return
-        if q.temporary or (
-            q.auto_created and q.waiting == 0 and q.delivering == 0 and self.settings(q.address).auto_delete_queues
-        ):
+        if q.temporary or (q.auto_created and q.holds_nothing and self.settings(q.address).auto_delete_queues):
             self.delete_queue(q.name, force=True)
 
     # ------------------------------------------------------------ sending
@@ -403,6 +403,7 @@ class Broker:
         for q in queues:
             ref = Ref(msg, q, 0, bool(stored) and q.durable)
             msg.refs += 1
+            q.incoming += 1
             if ref.persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
@@ -416,8 +417,10 @@ class Broker:
         return refs
 
     def enqueue(self, refs: Iterable[Ref]) -> None:
+        """Staged references join their queues (their commit, if any, is done)."""
         for ref in refs:
             q = ref.queue
+            q.incoming -= 1
             if q.deleted:
                 self.release(ref, REMOVED)
                 continue
@@ -489,12 +492,19 @@ class Broker:
             )
         delay = settings.redelivery_delay
         if delay and delay > 0:
-            asyncio.get_running_loop().call_later(delay / 1000, self._redeliver, ref)
+            q.delayed[ref] = asyncio.get_running_loop().call_later(delay / 1000, self._redeliver, ref)
         else:
             self._redeliver(ref)
 
+    def cancel_in_order(self, refs: list[Ref]) -> None:
+        """Cancel several deliveries so each queue gets them back at its head in
+        their original order (newest first: each goes in front of the last)."""
+        for ref in sorted(refs, key=lambda r: r.msg.id, reverse=True):
+            self.cancel(ref)
+
     def _redeliver(self, ref: Ref) -> None:
         q = ref.queue
+        q.delayed.pop(ref, None)
         if q.deleted:
             self.release(ref, REMOVED)
             return

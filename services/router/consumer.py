@@ -78,3 +78,22 @@ class ServerConsumer:
     def grant(self, credits: int) -> None:
         if self.window_size >= 0:
             self.credits += credits
+
+    def take_back(self, last_handed: int | None) -> list[Ref]:
+        """Every unacknowledged delivery, taken back (for cancel by the caller).
+
+        Deliveries after `last_handed` were never handed to the application:
+        they do not count as a delivery attempt (Artemis counts only what the
+        application saw) and their credit comes back. `last_handed` None: not
+        known (the client died, or is too old to say): every one counts.
+        """
+        refs = []
+        for did, ref in self.delivering.items():
+            if last_handed is not None and did > last_handed:
+                ref.delivery_count -= 1
+                if self.window_size >= 0:
+                    self.credits += ref.msg.size
+            refs.append(ref)
+        self.delivering.clear()
+        self.pending.clear()
+        return refs

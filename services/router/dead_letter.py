@@ -32,9 +32,13 @@ def ensure_target(broker: Broker, address: str) -> None:
 
 
 def redirect_unroutable(broker: Broker, msg: ServerMessage, dead_letter_address: str) -> None:
-    """Point a message nobody takes at the dead-letter address (routed again by the caller)."""
+    """Point a message nobody takes at the dead-letter address (routed again by
+    the caller). Its routing type goes, as for a moved message: it reaches the
+    dead-letter queues whatever it was sent as, and the dead-letter address
+    keeps the routing types it was declared with."""
     msg.proto.properties["_AMQ_ORIG_ADDRESS"].string_value = msg.address
     msg.proto.address = msg.address = dead_letter_address
+    msg.proto.routing_type = msg.routing_type = 0
     ensure_target(broker, dead_letter_address)
 
 

@@ -24,7 +24,7 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
         durable=q.durable,
         temporary=q.temporary,
         auto_created=q.auto_created,
-        message_count=q.waiting + q.delivering,
+        message_count=q.message_count,
         consumer_count=len(q.consumers),
         delivering_count=q.delivering,
         messages_added=q.messages_added,

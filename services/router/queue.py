@@ -7,6 +7,7 @@ matches, highest priority first, FIFO within a priority.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from typing import TYPE_CHECKING
@@ -52,6 +53,12 @@ class Queue:
         self.auto_created = auto_created
         self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
         self.waiting = 0
+        # References routed here whose journal commit is still in flight: on
+        # their way in, so the queue is not empty (it may not be auto-deleted).
+        self.incoming = 0
+        # References waiting out a redelivery-delay, with their timers. They
+        # belong to the queue: counted, purged, deleted with it.
+        self.delayed: dict[Ref, asyncio.TimerHandle] = {}
         self.consumers: list[ServerConsumer] = []
         self._rr = 0
         self.deleted = False
@@ -64,6 +71,16 @@ class Queue:
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r} on {self.address!r}, waiting={self.waiting})"
+
+    @property
+    def message_count(self) -> int:
+        """Messages the queue holds: waiting, delivering, and in a redelivery delay."""
+        return self.waiting + self.delivering + len(self.delayed)
+
+    @property
+    def holds_nothing(self) -> bool:
+        """Nothing waiting, delivering, delayed or on its way in: safe to auto-delete."""
+        return not (self.waiting or self.delivering or self.delayed or self.incoming)
 
     @property
     def routing_type_name(self) -> str:
@@ -84,10 +101,15 @@ class Queue:
         self.waiting += 1
 
     def take_all(self) -> list[Ref]:
+        """Every waiting and delayed reference, taken out (purge, delete)."""
         refs = [r for b in self._buckets for r in b]
         for b in self._buckets:
             b.clear()
         self.waiting = 0
+        for ref, timer in self.delayed.items():
+            timer.cancel()
+            refs.append(ref)
+        self.delayed.clear()
         return refs
 
     def iter_waiting(self):

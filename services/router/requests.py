@@ -10,7 +10,7 @@ rebuilding them would cost a copy per message on the hot path.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from meshmq.errors import BrokerError, Reason
 from meshmq.v1 import broker_pb2 as bpb
@@ -65,6 +65,8 @@ class CreateConsumer:
 @dataclass(frozen=True, slots=True)
 class CloseConsumer:
     consumer_id: int
+    # Deliveries after this one were never handed to the application (None: unknown, all count).
+    last_handed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,8 @@ class Commit:
 @dataclass(frozen=True, slots=True)
 class Rollback:
     request_id: int
+    # consumer id -> the last delivery handed to the application.
+    handed: dict[int, int] = field(default_factory=dict)
 
 
 SessionCommand = (
@@ -122,13 +126,15 @@ def _convert(req: bpb.SessionRequest, kind: str):
         c = req.create_consumer
         return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type)
     if kind == "close_consumer":
-        return CloseConsumer(req.close_consumer.consumer_id)
+        c = req.close_consumer
+        return CloseConsumer(c.consumer_id, c.last_handed_delivery_id if c.HasField("last_handed_delivery_id") else None)
     if kind == "close_producer":
         return CloseProducer(req.close_producer.producer_id)
     if kind == "commit":
         return Commit(req.commit.request_id)
     if kind == "rollback":
-        return Rollback(req.rollback.request_id)
+        r = req.rollback
+        return Rollback(r.request_id, {h.consumer_id: h.last_handed_delivery_id for h in r.handed})
     if kind == "open":
         raise BrokerError(Reason.INVALID_REQUEST, "`open` sent twice: a session is opened once, by its first request")
     raise BrokerError(Reason.INVALID_REQUEST, f"unexpected request {kind or '(empty)'} on an open session")

@@ -329,19 +329,15 @@ class ServerSession:
     def _on_close_consumer(self, cmd: rq.CloseConsumer) -> None:
         c = self.consumers.get(cmd.consumer_id)
         if c is not None:
-            self._close_consumer(c)
+            self._close_consumer(c, cmd.last_handed)
 
-    def _close_consumer(self, c: ServerConsumer) -> None:
+    def _close_consumer(self, c: ServerConsumer, last_handed: int | None = None) -> None:
         c.closed = True
         self.consumers.pop(c.id, None)
         q = c.queue
         if c in q.consumers:
             q.consumers.remove(c)
-        # Cancel newest first so the oldest ends up back at the head of the queue.
-        for did in sorted(c.delivering, reverse=True):
-            self.broker.cancel(c.delivering[did])
-        c.delivering.clear()
-        c.pending.clear()
+        self.broker.cancel_in_order(c.take_back(last_handed))
         self.broker.maybe_auto_delete(q)
         if not q.deleted:
             self.broker.schedule_dispatch(q)
@@ -371,7 +367,11 @@ class ServerSession:
             )
             return
         tx, self.tx = self.tx, LocalTransaction()
-        tx.rollback(self.broker)
+        # Everything the session's consumers hold goes back with the transaction's
+        # acks, so the queue hands it out again in its order; the client empties
+        # its buffers when the TxResult (sent after this, in order) arrives.
+        returned = [ref for c in self.consumers.values() for ref in c.take_back(cmd.handed.get(c.id))]
+        tx.rollback(self.broker, returned)
         self.send(bpb.SessionResponse(tx_result=bpb.TxResult(request_id=cmd.request_id, committed=False)))
 
     # ------------------------------------------------------------ end

@@ -45,16 +45,15 @@ class LocalTransaction:
         for ref in self.acks:
             broker.acknowledge(ref)
         resp = await broker.stored()
+        broker.settle(staged, resp)  # enqueued, or claims given back and the references dropped
         if not resp.ok:
-            broker.duplicates.release(self.claims, delete_rows=True)
             raise BrokerError(Reason.TRANSACTION_ROLLED_BACK, f"transaction not stored: {resp.reason} {resp.message}")
-        broker.enqueue(staged.refs)
 
-    def rollback(self, broker: Broker) -> None:
-        """Discard the sends; the acknowledged messages are redelivered."""
+    def rollback(self, broker: Broker, returned: list[Ref] = ()) -> None:
+        """Discard the sends; the acknowledged messages, and `returned` (the
+        session's other unacknowledged deliveries), are redelivered in order."""
         broker.duplicates.release(self.claims, delete_rows=False)
         for msg, _ in self.sends:
             if msg.large:
                 broker.batch().delete_large_messages.append(msg.id)
-        for ref in reversed(self.acks):
-            broker.cancel(ref)
+        broker.cancel_in_order([*self.acks, *returned])
