@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 
 from meshmq.errors import BrokerError, Reason
+from meshmq.message_limits import MAX_NAME_LENGTH
 
 from .queue import Queue
 from .routing import ANYCAST, MULTICAST, RT_BIT
 from .selector import Selector, SelectorError, compile_selector
 
-MAX_NAME = 255
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -23,8 +23,8 @@ def check_name(kind: str, name: str) -> str:
     """Reject names that cannot be stored or shown safely."""
     if not name:
         raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name is empty")
-    if len(name) > MAX_NAME:
-        raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name is longer than {MAX_NAME} characters")
+    if len(name) > MAX_NAME_LENGTH:
+        raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name is longer than {MAX_NAME_LENGTH} characters")
     if _BAD_NAME.search(name):
         raise BrokerError(Reason.INVALID_REQUEST, f"{kind} name {name!r} contains control characters")
     return name
@@ -34,6 +34,8 @@ def compile_filter(text: str) -> Selector | None:
     """A selector for a non-empty filter string; INVALID_SELECTOR with the position otherwise."""
     if not text:
         return None
+    if "\x00" in text:
+        raise BrokerError(Reason.INVALID_SELECTOR, "filter contains a NUL character")
     try:
         return compile_selector(text)
     except SelectorError as exc:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.errors import BrokerError, Reason
 from meshmq.journal_client import JournalAPI
+from meshmq.message_limits import message_problem
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
@@ -300,7 +301,6 @@ class Broker:
             raise BrokerError(Reason.INVALID_REQUEST, f"priority {m.priority} is out of range 0..9")
         if m.routing_type not in (0, ANYCAST, MULTICAST):
             raise BrokerError(Reason.INVALID_REQUEST, f"unknown routing type {m.routing_type}")
-        claim = self.duplicates.claim(m.address, m.duplicate_id) if m.duplicate_id else None
         now = now_ms()
         m.message_id = self.next_message_id()
         if not m.timestamp:
@@ -312,7 +312,12 @@ class Broker:
             delay = self.settings(m.address).expiry_delay
             if delay is not None and delay > 0:
                 m.expiration = now + delay
-        size = m.ByteSize() + (m.body_size if m.large else 0)
+        encoded = m.ByteSize()
+        problem = message_problem(m, encoded)
+        if problem is not None:
+            raise BrokerError(Reason.INVALID_REQUEST, problem)
+        claim = self.duplicates.claim(m.address, m.duplicate_id) if m.duplicate_id else None
+        size = encoded + (m.body_size if m.large else 0)
         return ServerMessage(m, size), claim
 
     def send(self, messages: Sequence[mpb.Message], default_address: str, user: str) -> StagedSend:
