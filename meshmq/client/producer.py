@@ -100,9 +100,20 @@ class Producer:
         if self._req is None:
             self._req = bpb.SessionRequest()
             self._req.send.producer_id = self.id
-        m = self._req.send.messages.add(body=body, **fields)
+        batch = self._req.send.messages
+        m = batch.add(body=body, **fields)
         if properties:
             set_properties(m.properties, properties)
+        if properties or len(body) > MAX_CLIENT_FRAME // 2:  # only then can it come near the frame limit
+            encoded = m.ByteSize()
+            if encoded > MAX_CLIENT_FRAME - _FRAME_MARGIN:
+                del batch[-1]
+                if not batch:
+                    self._req = None
+                raise MessageTooLargeError(
+                    f"the message is {encoded} bytes encoded ({len(body)} of body, the rest properties and "
+                    f"headers); one frame holds {MAX_CLIENT_FRAME - _FRAME_MARGIN}: send fewer or smaller properties"
+                )
         fut = asyncio.get_running_loop().create_future()
         self._futs.append(fut)
         self._pending_bytes += len(body) + 64

@@ -20,6 +20,7 @@ from meshmq.discovery import (
     NodeIdInUseError,
 )
 from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.transport import add_servicer
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import discovery_pb2_grpc as dgrpc
 
@@ -108,4 +109,4 @@ class DiscoveryServicer(dgrpc.DiscoveryServicer):
 
 
 def add_discovery_service(server: grpc.aio.Server, core: DiscoveryCore) -> None:
-    dgrpc.add_DiscoveryServicer_to_server(DiscoveryServicer(core), server)
+    add_servicer(server, DiscoveryServicer(core), dpb.DESCRIPTOR.services_by_name["Discovery"])

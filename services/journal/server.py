@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import grpc
 
 from meshmq.errors import BrokerError, MeshMQError, Reason, abort_with
+from meshmq.transport import add_servicer
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
 
@@ -71,4 +72,4 @@ class JournalServicer(jgrpc.JournalServicer):
 
 
 def add_journal_service(server: grpc.aio.Server, core: JournalCore) -> None:
-    jgrpc.add_JournalServicer_to_server(JournalServicer(core), server)
+    add_servicer(server, JournalServicer(core), jpb.DESCRIPTOR.services_by_name["Journal"])

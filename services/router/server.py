@@ -14,11 +14,10 @@ from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
-from meshmq.transport import MAX_CLIENT_FRAME, bind_listener, server_options
+from meshmq.transport import MAX_CLIENT_FRAME, add_servicer, bind_listener, server_options
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import management_pb2 as mgpb
-from meshmq.v1 import management_pb2_grpc as mggrpc
 
 from .auth import Authenticator
 from .broker import Broker
@@ -118,8 +117,10 @@ class RouterNode:
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
         self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME))
-        bgrpc.add_BrokerServicer_to_server(BrokerServicer(self.broker, auth), self.server)
-        mggrpc.add_ManagementServicer_to_server(ManagementServicer(self.broker, auth, self.topology), self.server)
+        add_servicer(self.server, BrokerServicer(self.broker, auth), bpb.DESCRIPTOR.services_by_name["Broker"])
+        add_servicer(
+            self.server, ManagementServicer(self.broker, auth, self.topology), mgpb.DESCRIPTOR.services_by_name["Management"]
+        )
         for acc in self.config.acceptors:
             self.endpoints.append(bind_listener(self.server, acc, f"acceptor {acc.name!r}"))
         await self.server.start()
