@@ -35,10 +35,12 @@ class Consumer:
         # The last delivery handed to the application: what follows it in the
         # buffer is unseen, and the router does not count it as an attempt.
         self.last_handed = 0
+        self._asked = False
 
     # ------------------------------------------------------------ from the session
 
     def _on_deliveries(self, batch: bpb.DeliveryBatch) -> None:
+        self._asked = False  # a window-0 request was answered
         for d in batch.deliveries:
             m = d.message
             msg = ReceivedMessage(self, d.delivery_id, d.delivery_count, m, m.body)
@@ -65,6 +67,8 @@ class Consumer:
         (its credit was returned there) and wait for the redelivery."""
         self._buffer.clear()
         self._large.clear()
+        # (A window-0 request answered by a message still in the buffer stays
+        # asked: the router returned that credit and answers it again.)
 
     def _on_error(self, err: MeshMQError) -> None:
         self._error = err
@@ -72,8 +76,15 @@ class Consumer:
 
     # ------------------------------------------------------------ API
 
+    def _ask_for_one(self) -> None:
+        """consumerWindowSize=0: no buffering; one message is sent when the application asks."""
+        if self.window_size == 0 and not self._buffer and not self._asked and not self._closed:
+            self._asked = True
+            self.grant(1)  # one byte of credit lets exactly one message through
+
     async def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
         """The next message, or None after `timeout` seconds without one."""
+        self._ask_for_one()
         while not self._buffer:
             if self._error is not None:
                 raise self._error
@@ -104,6 +115,7 @@ class Consumer:
         return out
 
     def receive_nowait(self) -> ReceivedMessage | None:
+        self._ask_for_one()
         if not self._buffer:
             if self._error is not None:
                 raise self._error
@@ -129,7 +141,8 @@ class Consumer:
             self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
     def grant(self, credits: int) -> None:
-        """Explicit credit, for consumers created with window_size=0 (pull)."""
+        """Grant `credits` bytes explicitly (receive() already asks for one message
+        at a time when the consumer window is 0)."""
         self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
     def ack(self, msg: ReceivedMessage) -> None:

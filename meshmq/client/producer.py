@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,8 @@ class Producer:
         self._session = session
         self.id = producer_id
         self.address = address
-        self._window = options.confirmationWindowSize
+        # -1 (Artemis's value for "no window"): sends never wait for confirms.
+        self._window = options.confirmationWindowSize if options.confirmationWindowSize > 0 else math.inf
         self._large_at = options.minLargeMessageSize
         self._max_batch = options.producerMaxBatch
         self._batch_bytes = max(1, min(self._window // 4, MAX_CLIENT_FRAME // 4))

@@ -30,9 +30,10 @@ DEFAULT_PORT = 61616
 class ClientOptions:
     """Every client option with its default (the Artemis default where there is one)."""
 
-    # Bytes of messages the router may push ahead of consumption (per consumer); -1 = unbounded.
+    # Bytes of messages the router may push ahead of consumption (per consumer); -1 = unbounded;
+    # 0 = no buffering: the router sends a message when receive() asks for one (Artemis's slow consumer).
     consumerWindowSize: int = 1024 * 1024
-    # Bytes of sent-but-unconfirmed messages a producer keeps in flight before send waits.
+    # Bytes of sent-but-unconfirmed messages a producer keeps in flight before send waits; -1 = no limit.
     # 512 KiB covers the commit pipeline (throughput x commit time); a larger window
     # only queues more behind it: on the reference machine 1 MiB gave the same durable
     # msg/s at twice the confirm latency (docs/performance.md).
@@ -142,6 +143,15 @@ def parse_options(query: str, base: ClientOptions | None = None) -> ClientOption
             raise InvalidRequestError(f"URI option {name} must not be negative")
     if opts.retryIntervalMultiplier < 1.0:
         raise InvalidRequestError("URI option retryIntervalMultiplier must be at least 1.0")
+    if opts.confirmationWindowSize == 0 or opts.confirmationWindowSize < -1:
+        raise InvalidRequestError(
+            "URI option confirmationWindowSize must be -1 (no limit on unconfirmed bytes) or a positive number of bytes"
+        )
+    if opts.consumerWindowSize < -1:
+        raise InvalidRequestError(
+            "URI option consumerWindowSize must be -1 (no limit), 0 (no buffering: a message is sent when "
+            "receive asks for one) or a positive number of bytes"
+        )
     if opts.reconnectAttempts < -1:
         raise InvalidRequestError("URI option reconnectAttempts must be -1 (forever), 0 or more")
     from .loadbalance import policy_from_name

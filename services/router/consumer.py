@@ -76,8 +76,12 @@ class ServerConsumer:
         self.target.delivered(self, did, ref)
 
     def grant(self, credits: int) -> None:
-        if self.window_size >= 0:
+        if self.window_size > 0:
             self.credits += credits
+        elif self.window_size == 0:
+            # No buffering (consumerWindowSize=0): the client asks for one message
+            # at a time; a grant lets one through whatever the last one cost.
+            self.credits = max(self.credits, 0) + credits
 
     def take_back(self, last_handed: int | None) -> list[Ref]:
         """Every unacknowledged delivery, taken back (for cancel by the caller).
