@@ -79,9 +79,19 @@ def main() -> None:
 @click.option("--port", default=61616, show_default=True, type=int)
 @click.option("--ready-file", type=click.Path(dir_okay=False), help="Write a JSON line with the endpoints once listening.")
 @click.option("--quiet", is_flag=True, help="Do not print the effective configuration.")
-def up(config_path, data_dir, host, port, ready_file, quiet) -> None:
+@click.pass_context
+def up(ctx, config_path, data_dir, host, port, ready_file, quiet) -> None:
     """Start one node on the embedded default: router + journal in this process, SQLite under --data-dir."""
     if config_path:
+        given = [
+            f"--{name.replace('_', '-')}" for name in ("data_dir", "host", "port")
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if given:
+            _fail(
+                f"{', '.join(given)} shape the starter config and cannot be combined with --config; "
+                f"set them in {config_path} (acceptors[0].host/port, data-directory)"
+            )
         config = _load(config_path)
     else:
         try:

@@ -268,8 +268,20 @@ class Queue(_Model):
 
     name: NonEmptyStr
     durable: bool = defaults.QUEUE_DURABLE
-    # A selector string; the router parses and validates it.
+    # A selector (JMS/Artemis grammar), checked here so `config check` reports it.
     filter: str | None = None
+
+    @field_validator("filter")
+    @classmethod
+    def _filter_compiles(cls, value: str | None) -> str | None:
+        if value:
+            from meshmq.selector import SelectorError, compile_selector
+
+            try:
+                compile_selector(value)
+            except SelectorError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class Address(_Model):

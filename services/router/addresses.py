@@ -14,7 +14,7 @@ from meshmq.message_limits import MAX_NAME_LENGTH
 
 from .queue import Queue
 from .routing import ANYCAST, MULTICAST, RT_BIT
-from .selector import Selector, SelectorError, compile_selector
+from meshmq.selector import Selector, SelectorError, compile_selector
 
 _BAD_NAME = re.compile(r"[\x00-\x1f\x7f]")
 

@@ -18,7 +18,7 @@ from .message import Ref
 
 if TYPE_CHECKING:
     from .queue import Queue
-    from .selector import Selector
+    from meshmq.selector import Selector
 
 
 class DeliveryTarget(Protocol):

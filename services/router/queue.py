@@ -18,7 +18,7 @@ from .message import Ref
 
 if TYPE_CHECKING:
     from .consumer import ServerConsumer
-    from .selector import Selector
+    from meshmq.selector import Selector
 
 PRIORITIES = 10
 _NO_CREDIT = object()

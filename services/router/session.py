@@ -295,8 +295,20 @@ class ServerSession:
 
         try:
             await stream_body(self.broker, ref, self.writable, lambda: c.closed, send_chunk)
-        except Exception:
+        except Exception as exc:
             log.exception("streaming large message %d to consumer %d failed", ref.msg.id, c.id)
+            if not c.closed and c.delivering.pop(did, None) is not None:
+                # The consumer would wait for the last chunk forever: the message goes
+                # back to its queue (an attempt; max-delivery-attempts bounds the retries)
+                # and the consumer is told.
+                self.broker.cancel(ref)
+                self.error(
+                    BrokerError(
+                        Reason.INTERNAL,
+                        f"large message {ref.msg.id} could not be streamed ({exc}); it was returned to its queue",
+                    ),
+                    consumer_id=c.id,
+                )
         finally:
             c.streaming = False
             if not c.closed:

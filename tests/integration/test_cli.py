@@ -81,3 +81,22 @@ def test_perf_prints_rate_and_percentiles(shared_router):
     roles = {line["role"]: line for line in lines}
     assert roles["consumer"]["messages"] == 2000
     assert roles["producer"]["rate"] > 0 and roles["producer"]["p99_ms"] >= roles["producer"]["p50_ms"]
+
+
+def test_invalid_selector_on_a_configured_queue_is_a_config_error_with_its_line(tmp_path):
+    cfg = tmp_path / "node.yaml"
+    cfg.write_text("name: n\naddresses:\n  orders:\n    anycast:\n      - name: orders\n        filter: \"color = 'red' AND\"\n")
+    for args in (("config", "check", str(cfg)), ("serve", "router", "--config", str(cfg))):
+        r = meshmq(*args)
+        assert r.returncode == 2, args
+        assert "node.yaml:6" in r.stderr and "addresses.orders.anycast[0].filter" in r.stderr, r.stderr
+        assert "position 17" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_up_refuses_flags_that_its_config_file_would_silently_override(tmp_path):
+    cfg = tmp_path / "node.yaml"
+    cfg.write_text("name: n\n")
+    for flags in (("--port", "5555"), ("--data-dir", str(tmp_path / "d")), ("--host", "127.0.0.2")):
+        r = meshmq("up", "--config", str(cfg), *flags)
+        assert r.returncode == 2
+        assert f"{flags[0]} shape the starter config and cannot be combined with --config" in r.stderr

@@ -47,3 +47,22 @@ async def test_50mb_message_round_trip_with_bounded_router_memory(nodes):
             return con.execute("SELECT count(*) FROM large_message_chunks").fetchone()[0]
 
     wait_for(lambda: chunks_left() == 0, 10, "large-message chunks to be deleted")
+
+
+async def test_a_large_message_whose_stream_fails_midway_reaches_the_consumer_as_an_error(nodes):
+    """Chunks gone from the store mid-body: the consumer gets an error, not a wait for a last chunk that never comes."""
+    from meshmq.errors import MeshMQError
+
+    node = nodes.router("broken-large")
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        p = await s.create_producer("broken.q")
+        await p.send(os.urandom(2 * 2**20), routing_type="anycast")  # 2 MB: many chunks
+        db = sqlite3.connect(node.workdir / "broken-large-data" / "journal.db")
+        with db:
+            deleted = db.execute("DELETE FROM large_message_chunks WHERE seq >= 5").rowcount
+        db.close()
+        assert deleted > 0
+        c = await s.create_consumer("broken.q")
+        with pytest.raises(MeshMQError, match="could not be streamed"):
+            await asyncio.wait_for(c.receive(30), 30)

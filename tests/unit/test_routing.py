@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from meshmq.config.address_settings import ResolvedAddressSettings
 from meshmq.errors import BrokerError, Reason
 from services.router.routing import ANYCAST, MULTICAST, RoutingDecision, decide
-from services.router.selector import compile_selector
+from meshmq.selector import compile_selector
 
 DEFAULTS = ResolvedAddressSettings()
 

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from services.router.selector import MAX_NESTING_DEPTH, Selector, SelectorError, compile_selector
-from services.router.selector.like import compile_like
+from meshmq.selector import MAX_NESTING_DEPTH, Selector, SelectorError, compile_selector
+from meshmq.selector.like import compile_like
 
 PROPS = {
     "color": "red",
