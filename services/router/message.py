@@ -83,10 +83,12 @@ _HEADERS = {
 class Ref:
     """A message's place in one queue."""
 
-    __slots__ = ("msg", "queue", "delivery_count", "persisted")
+    __slots__ = ("msg", "queue", "delivery_count", "persisted", "seq")
 
     def __init__(self, msg: ServerMessage, queue, delivery_count: int = 0, persisted: bool = False) -> None:
         self.msg = msg
         self.queue = queue
         self.delivery_count = delivery_count
         self.persisted = persisted
+        # Arrival order in its queue (set by Queue.add; kept when it comes back).
+        self.seq = 0

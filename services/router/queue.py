@@ -3,13 +3,22 @@
 The queue owns its messages; consumers hold only what they are delivering.
 Dispatch is round robin over consumers that have credit and whose filter
 matches, highest priority first, FIFO within a priority.
+
+A waiting message that no attached consumer's filter accepts is parked: set
+aside, in order, so that later dispatches do not look at it again — with a
+large backlog nobody selects, rescanning it on every send stalled the whole
+node (issue #9). Parked messages still wait in the queue (counted, purged,
+expired); they return to their place when a consumer attaches, the only
+event that can make one of them deliverable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections import deque
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from meshmq.v1 import messages_pb2 as mpb
@@ -22,6 +31,8 @@ if TYPE_CHECKING:
 
 PRIORITIES = 10
 _NO_CREDIT = object()
+_PARK = object()
+_SEQ = attrgetter("seq")
 
 
 def now_ms() -> int:
@@ -52,7 +63,10 @@ class Queue:
         self.temporary = temporary
         self.auto_created = auto_created
         self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
-        self.waiting = 0
+        # Waiting messages no attached consumer accepts, per priority, in arrival order.
+        self._parked: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
+        self._next_seq = 1
+        self.waiting = 0  # in the buckets and parked
         # References routed here whose journal commit is still in flight: on
         # their way in, so the queue is not empty (it may not be auto-deleted).
         self.incoming = 0
@@ -91,6 +105,8 @@ class Queue:
         return self.selector is None or self.selector.matches(msg.lookup)
 
     def add(self, ref: Ref) -> None:
+        ref.seq = self._next_seq
+        self._next_seq += 1
         self._buckets[ref.msg.priority].append(ref)
         self.waiting += 1
         self.messages_added += 1
@@ -100,8 +116,20 @@ class Queue:
         self._buckets[ref.msg.priority].appendleft(ref)
         self.waiting += 1
 
+    def add_consumer(self, consumer: ServerConsumer) -> None:
+        self.consumers.append(consumer)
+        self._unpark()
+
+    def _unpark(self) -> None:
+        """Parked messages go back to their places (a new consumer may accept them)."""
+        for p, parked in enumerate(self._parked):
+            if parked:
+                self._buckets[p] = deque(heapq.merge(parked, self._buckets[p], key=_SEQ))
+                parked.clear()
+
     def take_all(self) -> list[Ref]:
         """Every waiting and delayed reference, taken out (purge, delete)."""
+        self._unpark()
         refs = [r for b in self._buckets for r in b]
         for b in self._buckets:
             b.clear()
@@ -114,12 +142,12 @@ class Queue:
 
     def iter_waiting(self):
         for p in range(PRIORITIES - 1, -1, -1):
-            yield from self._buckets[p]
+            yield from heapq.merge(self._parked[p], self._buckets[p], key=_SEQ)
 
     def remove_expired(self, now: int) -> list[Ref]:
         """Take out every waiting message whose expiration has passed (the expiry reaper)."""
         out: list[Ref] = []
-        for b in self._buckets:
+        for b in (*self._buckets, *self._parked):
             if not any(r.msg.expiration and r.msg.expiration <= now for r in b):
                 continue
             keep = deque()
@@ -134,7 +162,8 @@ class Queue:
         """Hand waiting messages to consumers with credit.
 
         `expire(ref)` is called for a message found expired on its way out.
-        Messages no consumer's filter accepts stay where they are, in order.
+        A message only a consumer without credit accepts stays where it is; one
+        no attached consumer accepts is parked (module docstring).
         """
         if not self.consumers or not self.waiting:
             return
@@ -158,6 +187,9 @@ class Queue:
                 if consumer is None:
                     skipped.append(ref)
                     continue
+                if consumer is _PARK:
+                    self._parked[p].append(ref)
+                    continue
                 self.waiting -= 1
                 self.delivering += 1
                 consumer.deliver(ref)
@@ -180,4 +212,11 @@ class Queue:
             if c.selector is None or c.selector.matches(ref.msg.lookup):
                 self._rr = (idx + 1) % n
                 return c
-        return None if any_credit else _NO_CREDIT
+        if not any_credit:
+            return _NO_CREDIT
+        # No consumer with credit takes it: it waits for one without credit that
+        # would, or, if there is none, is parked until another consumer attaches.
+        for c in consumers:
+            if not c.ready and not c.closed and (c.selector is None or c.selector.matches(ref.msg.lookup)):
+                return None
+        return _PARK

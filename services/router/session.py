@@ -194,7 +194,7 @@ class ServerSession:
             return
         c = ServerConsumer(self, cmd.consumer_id, queue, selector, cmd.filter if cmd.queue else "", cmd.window_size)
         self.consumers[c.id] = c
-        queue.consumers.append(c)
+        queue.add_consumer(c)
         self.send(bpb.SessionResponse(consumer_created=bpb.ConsumerCreated(consumer_id=c.id, queue=queue.name)))
         self.broker.schedule_dispatch(queue)
 

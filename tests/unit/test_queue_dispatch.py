@@ -1,0 +1,105 @@
+"""Queue dispatch (services/router/queue.py): a backlog no consumer selects
+is not rescanned on every dispatch, and parking keeps every message's place."""
+
+from __future__ import annotations
+
+from meshmq.selector import compile_selector
+from meshmq.v1 import messages_pb2 as mpb
+from services.router.message import Ref, ServerMessage
+from services.router.queue import Queue
+
+
+class CountingSelector:
+    def __init__(self, text: str) -> None:
+        self._selector = compile_selector(text)
+        self.evaluations = 0
+
+    def matches(self, lookup) -> bool:
+        self.evaluations += 1
+        return self._selector.matches(lookup)
+
+
+class FakeConsumer:
+    """What a queue reads of a consumer: readiness, filter, and where deliveries go."""
+
+    def __init__(self, selector=None) -> None:
+        self.selector = selector
+        self.closed = False
+        self.ready = True
+        self.got: list[bytes] = []
+
+    def deliver(self, ref: Ref) -> None:
+        self.got.append(ref.msg.proto.body)
+
+
+def add(q: Queue, body: str, color: str, priority: int = 4) -> None:
+    m = mpb.Message(address="q", body=body.encode(), priority=priority)
+    m.properties["color"].string_value = color
+    q.add(Ref(ServerMessage(m, 100), q))
+
+
+def no_expiry(ref):  # pragma: no cover - nothing here expires
+    raise AssertionError("nothing should expire")
+
+
+def test_a_backlog_nobody_selects_is_examined_once_not_on_every_dispatch():
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    for i in range(10_000):
+        add(q, f"b{i}", "blue")
+    red = FakeConsumer(CountingSelector("color = 'red'"))
+    q.add_consumer(red)
+    q.dispatch(no_expiry)
+    first = red.selector.evaluations
+    assert first == 10_000  # each message examined once, then parked
+    for i in range(100):  # a steady trickle of sends, each followed by a dispatch
+        add(q, f"x{i}", "blue")
+        q.dispatch(no_expiry)
+    assert red.selector.evaluations - first == 100  # only the new messages, not the backlog again
+    add(q, "r", "red")
+    q.dispatch(no_expiry)
+    assert red.got == [b"r"]
+    assert q.waiting == 10_100
+
+
+def test_parked_messages_keep_their_place_when_a_consumer_that_takes_them_attaches():
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    for i in range(5):
+        add(q, f"m{i}", "blue" if i % 2 else "green")
+    green_only = FakeConsumer(CountingSelector("color = 'green'"))
+    q.add_consumer(green_only)
+    q.dispatch(no_expiry)
+    assert green_only.got == [b"m0", b"m2", b"m4"]  # the blue ones were parked, in order
+    add(q, "m5", "blue")
+    everyone = FakeConsumer()
+    q.add_consumer(everyone)  # the parked ones return to their places, before m5
+    green_only.closed = True
+    q.consumers.remove(green_only)
+    q.dispatch(no_expiry)
+    assert everyone.got == [b"m1", b"m3", b"m5"]
+    assert q.waiting == 0
+
+
+def test_a_message_a_consumer_without_credit_would_take_is_not_parked():
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    add(q, "m0", "red")
+    red = FakeConsumer(CountingSelector("color = 'red'"))
+    blue = FakeConsumer(CountingSelector("color = 'blue'"))
+    red.ready = False
+    q.add_consumer(red)
+    q.add_consumer(blue)
+    q.dispatch(no_expiry)  # blue has credit but does not want it; red wants it but has no credit
+    assert blue.got == [] and red.got == []
+    red.ready = True
+    q.dispatch(no_expiry)  # no new consumer attached: it must still be found
+    assert red.got == [b"m0"]
+
+
+def test_purge_and_expiry_reach_parked_messages():
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    for i in range(3):
+        add(q, f"m{i}", "blue")
+    q.add_consumer(FakeConsumer(CountingSelector("color = 'red'")))
+    q.dispatch(no_expiry)
+    assert [r.msg.proto.body for r in q.iter_waiting()] == [b"m0", b"m1", b"m2"]
+    assert [r.msg.proto.body for r in q.take_all()] == [b"m0", b"m1", b"m2"]
+    assert q.waiting == 0
