@@ -175,7 +175,8 @@ class Broker:
     def _reserve_ids(self) -> None:
         # Reserved ahead of use, so ids are never handed out twice across restarts.
         self._reserved_to = self._next_message_id + ID_BLOCK
-        self.batch().reserve_message_ids_to = self._reserved_to
+        if self.persistence_enabled:
+            self.batch().reserve_message_ids_to = self._reserved_to
 
     def enqueue_when_stored(self, refs: list[Ref]) -> None:
         """Enqueue refs now, or once the journal holds them when any is persisted."""
@@ -213,7 +214,8 @@ class Broker:
             addr.routing_types |= RT_BIT[routing_type]
         else:
             return addr
-        self.batch().add_addresses.add(name=name, routing_types=addr.routing_types, auto_created=addr.auto_created)
+        if self.persistence_enabled:
+            self.batch().add_addresses.add(name=name, routing_types=addr.routing_types, auto_created=addr.auto_created)
         return addr
 
     def create_queue(
@@ -266,7 +268,9 @@ class Broker:
             self.batch().delete_queues.append(q.id)
         if addr is not None and addr.auto_created and not addr.queues and self.settings(addr.name).auto_delete_addresses:
             del self.addresses[addr.name]
-            self.batch().delete_addresses.append(addr.name)
+            self.duplicates.drop(addr.name)
+            if self.persistence_enabled:
+                self.batch().delete_addresses.append(addr.name)
         log.info("deleted queue %s (%d messages removed)", name, removed)
         return removed
 

@@ -40,6 +40,10 @@ class DuplicateIdCache:
             evicted.append(self._ids.popitem(last=False))
         return pos, evicted
 
+    def entries(self) -> list[tuple[str, int]]:
+        """(id, position) of every entry, oldest first."""
+        return list(self._ids.items())
+
     def remove(self, dup_id: str, position: int) -> None:
         """Forget an id whose message was not stored after all (failed or rolled back)."""
         if self._ids.get(dup_id) == position:
@@ -123,6 +127,15 @@ class DuplicateDetection:
                 self._batch().delete_duplicate_ids.add(
                     address=claim.address, duplicate_id=claim.duplicate_id, position=claim.position
                 )
+
+    def drop(self, address: str) -> None:
+        """The address is gone: its cache and stored entries go with it, so
+        addresses that come and go (auto-created, auto-deleted) leave nothing behind."""
+        cache = self._caches.pop(address, None)
+        if cache is not None and self.persist_enabled:
+            batch = self._batch()
+            for dup_id, pos in cache.entries():
+                batch.delete_duplicate_ids.add(address=address, duplicate_id=dup_id, position=pos)
 
     def restore(self, address: str, duplicate_id: str, position: int) -> None:
         """Load one stored entry at recovery (oldest first); entries beyond the

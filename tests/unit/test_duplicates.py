@@ -26,3 +26,18 @@ def test_restore_shrinks_to_configured_size_and_reports_evicted():
     assert c.restore("c", 3) == [("a", 1)]
     pos, _ = c.add("d")
     assert pos == 4
+
+
+def test_an_address_that_goes_takes_its_cache_and_stored_entries_with_it():
+    from meshmq.v1 import journal_pb2 as jpb
+    from services.router.duplicates import DuplicateDetection
+
+    batch = jpb.AppendRequest()
+    dd = DuplicateDetection(lambda address: None, 100, True, lambda: batch)
+    for i in range(3):
+        dd.persist(dd.claim("temp.reply.1", f"id{i}"))
+    dd.persist(dd.claim("orders", "keep"))
+    dd.drop("temp.reply.1")
+    assert sorted(d.duplicate_id for d in batch.delete_duplicate_ids) == ["id0", "id1", "id2"]
+    assert {d.address for d in batch.delete_duplicate_ids} == {"temp.reply.1"}
+    assert "id0" not in dd.cache("temp.reply.1") and "keep" in dd.cache("orders")
