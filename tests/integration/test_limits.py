@@ -34,6 +34,8 @@ OVER_LIMIT = {
 
 async def test_every_limit_is_refused_by_name_and_the_node_keeps_serving(router):
     async with await connect(router.url) as conn:
+        # Declared, so it outlives its consumers (an auto-deleted address takes its duplicate ids along).
+        await conn.admin.create_queue("limits", address="limits", routing_type="anycast")
         s = await conn.session()
         p = await s.create_producer("limits")
         for what, (fields, says) in OVER_LIMIT.items():
