@@ -23,6 +23,7 @@ class Reason(str, enum.Enum):
     QUEUE_EXISTS = "QUEUE_EXISTS"
     QUEUE_IN_USE = "QUEUE_IN_USE"
     DUPLICATE_ID = "DUPLICATE_ID"
+    ADDRESS_FULL = "ADDRESS_FULL"
     TRANSACTION_ROLLED_BACK = "TRANSACTION_ROLLED_BACK"
     NOT_TRANSACTED = "NOT_TRANSACTED"
     UNAUTHENTICATED = "UNAUTHENTICATED"
@@ -43,6 +44,7 @@ STATUS_FOR_REASON: dict[Reason, grpc.StatusCode] = {
     Reason.QUEUE_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
     Reason.QUEUE_IN_USE: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.DUPLICATE_ID: grpc.StatusCode.ALREADY_EXISTS,
+    Reason.ADDRESS_FULL: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.TRANSACTION_ROLLED_BACK: grpc.StatusCode.ABORTED,
     Reason.NOT_TRANSACTED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
@@ -87,6 +89,12 @@ class DuplicateIdError(MeshMQError):
     reason = Reason.DUPLICATE_ID
 
 
+class AddressFullError(MeshMQError):
+    """The address is at its max-size-bytes / max-size-messages and its address-full-policy is FAIL."""
+
+    reason = Reason.ADDRESS_FULL
+
+
 class TransactionRolledBackError(MeshMQError):
     reason = Reason.TRANSACTION_ROLLED_BACK
 
@@ -119,6 +127,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         QueueNotFoundError,
         QueueExistsError,
         DuplicateIdError,
+        AddressFullError,
         TransactionRolledBackError,
         AuthenticationError,
         MessageTooLargeError,

@@ -48,6 +48,10 @@ class JournalAPI(Protocol):
 
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]: ...
 
+    async def read_page(self, req: jpb.ReadPageRequest) -> jpb.ReadPageResponse:
+        """The next paged messages of one queue, oldest first (see AppendRequest.add_paged)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -127,6 +131,9 @@ class GrpcJournalClient:
 
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
         return [c async for c in self._stub.ReadLargeMessage(req)]
+
+    async def read_page(self, req: jpb.ReadPageRequest) -> jpb.ReadPageResponse:
+        return await self._stub.ReadPage(req, timeout=60)
 
     async def close(self) -> None:
         if self._sender is not None:

@@ -278,11 +278,12 @@ def queue_list(url) -> None:
             return await conn.admin.list_queues()
 
     qs = _run(go())
-    header = ("queue", "address", "routing", "durable", "messages", "consumers", "delivering", "added", "acked", "filter")
+    header = ("queue", "address", "routing", "durable", "messages", "paged", "paged-bytes", "consumers", "delivering",
+              "added", "acked", "filter")
     rows = [
         (
             q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
-            str(q.message_count), str(q.consumer_count), str(q.delivering_count),
+            str(q.message_count), str(q.paged_count), str(q.paged_bytes), str(q.consumer_count), str(q.delivering_count),
             str(q.messages_added), str(q.messages_acknowledged), q.filter,
         )
         for q in qs

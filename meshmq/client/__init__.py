@@ -11,6 +11,7 @@
 from meshmq.errors import (
     AuthenticationError,
     ConnectionFailedError,
+    AddressFullError,
     DuplicateIdError,
     InvalidRequestError,
     InvalidSelectorError,
@@ -35,6 +36,7 @@ __all__ = [
     "Connection",
     "ConnectionFailedError",
     "Consumer",
+    "AddressFullError",
     "DuplicateIdError",
     "InvalidRequestError",
     "InvalidSelectorError",

@@ -144,6 +144,10 @@ class ResolvedAddressSettings:
     default_queue_routing_type: str = defaults.DEFAULT_QUEUE_ROUTING_TYPE
     send_to_dla_on_no_route: bool = defaults.SEND_TO_DLA_ON_NO_ROUTE
     id_cache_size: int = defaults.ID_CACHE_SIZE
+    max_size_bytes: int = defaults.MAX_SIZE_BYTES
+    max_size_messages: int = defaults.MAX_SIZE_MESSAGES
+    page_size_bytes: int = defaults.PAGE_SIZE_BYTES
+    address_full_policy: str = defaults.ADDRESS_FULL_POLICY
     matched: tuple[str, ...] = ()
 
 

@@ -114,6 +114,20 @@ DEFAULT_QUEUE_ROUTING_TYPE: Final = "MULTICAST"
 SEND_TO_DLA_ON_NO_ROUTE: Final = False
 # id-cache-size (per match): None = the broker-wide id-cache-size.
 ADDRESS_ID_CACHE_SIZE: Final = None
+# max-size-bytes: bytes of messages an address holds in memory before address-full-policy applies; -1 = no limit
+# of its own (global-max-size still applies).
+MAX_SIZE_BYTES: Final = -1
+# max-size-messages: the same in messages; -1 = no limit.
+MAX_SIZE_MESSAGES: Final = -1
+# page-size-bytes: how much of a queue's paged messages is read back at a time.
+PAGE_SIZE_BYTES: Final = 10 * 1024 * 1024
+# address-full-policy: PAGE (store, read back in order as the queue drains), FAIL (refuse the send with
+# ADDRESS_FULL) or DROP (drop and count). BLOCK (producer flow credits) is not built yet and is refused.
+ADDRESS_FULL_POLICY: Final = "PAGE"
+
+# global-max-size: bytes of messages the whole node holds in memory before every address pages
+# (or applies its address-full-policy); -1 = half of the machine's memory, as Artemis takes half the JVM heap.
+GLOBAL_MAX_SIZE: Final = -1
 
 # --- development template (`meshmq up`, like `artemis create`) -------------
 

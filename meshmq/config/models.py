@@ -113,6 +113,33 @@ MatchString = Annotated[str, AfterValidator(_valid_match)]
 RoutingType = Annotated[Literal["ANYCAST", "MULTICAST"], BeforeValidator(_upper)]
 
 
+def _full_policy(value: Any) -> Any:
+    value = _upper(value)
+    if value == "BLOCK":
+        raise ValueError(
+            "BLOCK (holding producers with flow credits) is not built yet; use PAGE (the default), FAIL or DROP"
+        )
+    return value
+
+
+AddressFullPolicy = Annotated[Literal["PAGE", "FAIL", "DROP"], BeforeValidator(_full_policy)]
+
+_BYTE_UNITS = {"": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
+               "G": 1024**3, "GB": 1024**3, "GIB": 1024**3}
+
+
+def _byte_size(value: Any) -> Any:
+    """Bytes as an integer or with a unit, as broker.xml takes them ("10M", "512KiB", "1GB"; powers of 1024)."""
+    if isinstance(value, str):
+        text = value.strip().upper().replace(" ", "")
+        number = text.rstrip("KMGIB")
+        unit = text[len(number):]
+        if unit not in _BYTE_UNITS or not number.lstrip("-").isdigit():
+            raise ValueError(f"{value!r} is not a size: a number of bytes, optionally with K, M or G (e.g. 10M)")
+        return int(number) * _BYTE_UNITS[unit]
+    return value
+
+
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
@@ -326,6 +353,10 @@ class AddressSettings(_Model):
     default_queue_routing_type: RoutingType | None = None
     send_to_dla_on_no_route: bool | None = None
     id_cache_size: Annotated[int, Field(gt=0)] | None = defaults.ADDRESS_ID_CACHE_SIZE
+    max_size_bytes: Annotated[int, BeforeValidator(_byte_size), Field(ge=-1)] | None = None
+    max_size_messages: Annotated[int, Field(ge=-1)] | None = None
+    page_size_bytes: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] | None = None
+    address_full_policy: AddressFullPolicy | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -552,6 +583,7 @@ class BrokerConfig(_Model):
     data_directory: Path = Field(default=Path(defaults.DATA_DIRECTORY), validate_default=True)
     id_cache_size: Annotated[int, Field(gt=0)] = defaults.ID_CACHE_SIZE
     persist_id_cache: bool = defaults.PERSIST_ID_CACHE
+    global_max_size: Annotated[int, BeforeValidator(_byte_size), Field(ge=-1)] = defaults.GLOBAL_MAX_SIZE
     message_expiry_scan_period: Annotated[
         int, Field(ge=-1), AfterValidator(_not_zero("no scanning"))
     ] = defaults.MESSAGE_EXPIRY_SCAN_PERIOD

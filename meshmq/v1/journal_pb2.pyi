@@ -63,18 +63,20 @@ class LoadRequest(_message.Message):
     def __init__(self, epoch: _Optional[int] = ...) -> None: ...
 
 class LoadResponse(_message.Message):
-    __slots__ = ("addresses", "queues", "duplicate_ids", "messages", "refs")
+    __slots__ = ("addresses", "queues", "duplicate_ids", "messages", "refs", "paged")
     ADDRESSES_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_IDS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     REFS_FIELD_NUMBER: _ClassVar[int]
+    PAGED_FIELD_NUMBER: _ClassVar[int]
     addresses: _containers.RepeatedCompositeFieldContainer[AddressRecord]
     queues: _containers.RepeatedCompositeFieldContainer[QueueRecord]
     duplicate_ids: _containers.RepeatedCompositeFieldContainer[DuplicateIdRecord]
     messages: _containers.RepeatedCompositeFieldContainer[StoredMessage]
     refs: _containers.RepeatedCompositeFieldContainer[MessageRef]
-    def __init__(self, addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ...) -> None: ...
+    paged: _containers.RepeatedCompositeFieldContainer[PagedQueue]
+    def __init__(self, addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., paged: _Optional[_Iterable[_Union[PagedQueue, _Mapping]]] = ...) -> None: ...
 
 class AddressRecord(_message.Message):
     __slots__ = ("name", "routing_types", "auto_created")
@@ -173,7 +175,7 @@ class Event(_message.Message):
     def __init__(self, timestamp: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., address: _Optional[str] = ..., queue: _Optional[str] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., message_timestamp: _Optional[int] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages")
+    __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages", "add_paged", "delete_paged", "update_paged_delivery_counts", "purge_paged")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     RESERVE_MESSAGE_IDS_TO_FIELD_NUMBER: _ClassVar[int]
@@ -192,6 +194,10 @@ class AppendRequest(_message.Message):
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     COPY_LARGE_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     DELETE_LARGE_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    ADD_PAGED_FIELD_NUMBER: _ClassVar[int]
+    DELETE_PAGED_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_PAGED_DELIVERY_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    PURGE_PAGED_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     epoch: int
     reserve_message_ids_to: int
@@ -210,7 +216,53 @@ class AppendRequest(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[Event]
     copy_large_messages: _containers.RepeatedCompositeFieldContainer[CopyLargeMessage]
     delete_large_messages: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ...) -> None: ...
+    add_paged: _containers.RepeatedCompositeFieldContainer[PagedMessage]
+    delete_paged: _containers.RepeatedCompositeFieldContainer[MessageRef]
+    update_paged_delivery_counts: _containers.RepeatedCompositeFieldContainer[MessageRef]
+    purge_paged: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ..., add_paged: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ..., delete_paged: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., update_paged_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., purge_paged: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class PagedMessage(_message.Message):
+    __slots__ = ("queue_id", "message_id", "size", "delivery_count", "data")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    message_id: int
+    size: int
+    delivery_count: int
+    data: bytes
+    def __init__(self, queue_id: _Optional[int] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class ReadPageRequest(_message.Message):
+    __slots__ = ("queue_id", "after_message_id", "max_messages", "max_bytes")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    after_message_id: int
+    max_messages: int
+    max_bytes: int
+    def __init__(self, queue_id: _Optional[int] = ..., after_message_id: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class ReadPageResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[PagedMessage]
+    def __init__(self, messages: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ...) -> None: ...
+
+class PagedQueue(_message.Message):
+    __slots__ = ("queue_id", "messages", "bytes")
+    QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    queue_id: int
+    messages: int
+    bytes: int
+    def __init__(self, queue_id: _Optional[int] = ..., messages: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
 
 class CopyLargeMessage(_message.Message):
     __slots__ = ("from_message_id", "to_message_id")

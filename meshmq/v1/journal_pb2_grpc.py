@@ -59,6 +59,11 @@ class JournalStub:
                 request_serializer=meshmq_dot_v1_dot_journal__pb2.ReadLargeMessageRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_journal__pb2.LargeMessageChunk.FromString,
                 _registered_method=True)
+        self.ReadPage = channel.unary_unary(
+                '/meshmq.v1.Journal/ReadPage',
+                request_serializer=meshmq_dot_v1_dot_journal__pb2.ReadPageRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_journal__pb2.ReadPageResponse.FromString,
+                _registered_method=True)
 
 
 class JournalServicer:
@@ -111,6 +116,13 @@ class JournalServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReadPage(self, request, context):
+        """The next page of one queue's paged messages, in message id order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JournalServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -138,6 +150,11 @@ def add_JournalServicer_to_server(servicer, server):
                     servicer.ReadLargeMessage,
                     request_deserializer=meshmq_dot_v1_dot_journal__pb2.ReadLargeMessageRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_journal__pb2.LargeMessageChunk.SerializeToString,
+            ),
+            'ReadPage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadPage,
+                    request_deserializer=meshmq_dot_v1_dot_journal__pb2.ReadPageRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_journal__pb2.ReadPageResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -275,6 +292,33 @@ class Journal:
             '/meshmq.v1.Journal/ReadLargeMessage',
             meshmq_dot_v1_dot_journal__pb2.ReadLargeMessageRequest.SerializeToString,
             meshmq_dot_v1_dot_journal__pb2.LargeMessageChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadPage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Journal/ReadPage',
+            meshmq_dot_v1_dot_journal__pb2.ReadPageRequest.SerializeToString,
+            meshmq_dot_v1_dot_journal__pb2.ReadPageResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -58,16 +58,24 @@ class ListAddressesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class AddressInfo(_message.Message):
-    __slots__ = ("name", "routing_types", "queues", "auto_created")
+    __slots__ = ("name", "routing_types", "queues", "auto_created", "memory_messages", "memory_bytes", "messages_dropped", "paging")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPES_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     AUTO_CREATED_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    PAGING_FIELD_NUMBER: _ClassVar[int]
     name: str
     routing_types: _containers.RepeatedScalarFieldContainer[_messages_pb2.RoutingType]
     queues: _containers.RepeatedScalarFieldContainer[str]
     auto_created: bool
-    def __init__(self, name: _Optional[str] = ..., routing_types: _Optional[_Iterable[_Union[_messages_pb2.RoutingType, str]]] = ..., queues: _Optional[_Iterable[str]] = ..., auto_created: _Optional[bool] = ...) -> None: ...
+    memory_messages: int
+    memory_bytes: int
+    messages_dropped: int
+    paging: bool
+    def __init__(self, name: _Optional[str] = ..., routing_types: _Optional[_Iterable[_Union[_messages_pb2.RoutingType, str]]] = ..., queues: _Optional[_Iterable[str]] = ..., auto_created: _Optional[bool] = ..., memory_messages: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., messages_dropped: _Optional[int] = ..., paging: _Optional[bool] = ...) -> None: ...
 
 class ListAddressesResponse(_message.Message):
     __slots__ = ("addresses",)
@@ -82,7 +90,7 @@ class ListQueuesRequest(_message.Message):
     def __init__(self, address: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +105,8 @@ class QueueInfo(_message.Message):
     MESSAGES_ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_EXPIRED_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_KILLED_FIELD_NUMBER: _ClassVar[int]
+    PAGED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PAGED_BYTES_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
@@ -111,7 +121,9 @@ class QueueInfo(_message.Message):
     messages_acknowledged: int
     messages_expired: int
     messages_killed: int
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ...) -> None: ...
+    paged_count: int
+    paged_bytes: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ("queues",)

@@ -75,6 +75,12 @@ class JournalCore:
             return refused
         return self.writer.submit(req)
 
+    async def read_page(self, req: jpb.ReadPageRequest) -> jpb.ReadPageResponse:
+        messages = await asyncio.to_thread(
+            self.store.read_page, req.queue_id, req.after_message_id, req.max_messages or 1000, req.max_bytes
+        )
+        return jpb.ReadPageResponse(messages=messages)
+
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
         return await asyncio.to_thread(self.store.read_large, req.message_id, req.from_seq, req.max_chunks or 8)
 

@@ -26,7 +26,9 @@ from sqlalchemy import (
 # 2: messages.message_id is SQLite's rowid and messages.queue_id has no index
 # (two B-trees fewer to update per stored and per acknowledged message).
 # Version 1 stores are migrated at open (store.py).
-SCHEMA_VERSION = 2
+# 3: paged_messages, one row per (queue, message) a full address pages
+# instead of holding in memory; a version 2 store only gains the table.
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -90,6 +92,20 @@ large_message_chunks = Table(
     Column("message_id", BigInteger, primary_key=True, autoincrement=False),
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("data", LargeBinary, nullable=False),
+)
+
+# A paged message, for one queue: not loaded at recovery, read back in id
+# order as the queue drains (ReadPage), deleted when acknowledged. Clustered
+# by (queue_id, message_id) so a page is one range scan.
+paged_messages = Table(
+    "paged_messages",
+    metadata,
+    Column("queue_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("size", BigInteger, nullable=False),
+    Column("delivery_count", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 duplicate_ids = Table(

@@ -70,6 +70,9 @@ class JournalServicer(jgrpc.JournalServicer):
         for chunk in await self.core.read_large(request):
             yield chunk
 
+    async def ReadPage(self, request: jpb.ReadPageRequest, context) -> jpb.ReadPageResponse:
+        return await self.core.read_page(request)
+
 
 def add_journal_service(server: grpc.aio.Server, core: JournalCore) -> None:
     add_servicer(server, JournalServicer(core), jpb.DESCRIPTOR.services_by_name["Journal"])

@@ -241,6 +241,8 @@ class JournalStore:
             ).scalar()
             if version is not None and int(version) == 1:
                 self._migrate_from_v1(conn)
+            elif version is not None and int(version) == 2:
+                log.info("journal store %s: schema version 2 -> 3 (adds paged_messages)", describe_url(self.url))
             elif version is not None and int(version) != s.SCHEMA_VERSION:
                 raise StoreError(
                     f"journal store {describe_url(self.url)} has schema version {version}; "
@@ -296,6 +298,10 @@ class JournalStore:
             ),
             "del_message": in_list("DELETE FROM {messages} WHERE {message_id}"),
             "del_ref": in_list("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id}"),
+            "add_paged": values(
+                "INSERT INTO {paged_messages} ({queue_id}, {message_id}, {size}, {delivery_count}, {data})", 5
+            ),
+            "del_paged": in_list("DELETE FROM {paged_messages} WHERE {queue_id} = ? AND {message_id}"),
         }
         epoch_sql = stmt("SELECT {value} FROM {node_state} WHERE {key} = 'epoch'")
         self._sql = {
@@ -316,6 +322,10 @@ class JournalStore:
             "del_chunks": stmt("DELETE FROM {large_message_chunks} WHERE {message_id} = ?"),
             "del_queue_refs": stmt("DELETE FROM {message_refs} WHERE {queue_id} = ?"),
             "del_queue_inline": stmt("DELETE FROM {messages} WHERE {queue_id} = ?"),
+            "del_queue_paged": stmt("DELETE FROM {paged_messages} WHERE {queue_id} = ?"),
+            "set_paged_count": stmt(
+                "UPDATE {paged_messages} SET {delivery_count} = ? WHERE {queue_id} = ? AND {message_id} = ?"
+            ),
             "del_queue": stmt("DELETE FROM {queues} WHERE {queue_id} = ?"),
             "del_address": stmt("DELETE FROM {addresses} WHERE {name} = ?"),
         }
@@ -436,6 +446,9 @@ class JournalStore:
         rows = [(f.queue_id, f.message_id, f.delivery_count) for r in reqs for f in r.add_refs]
         if rows:
             multi["add_ref"].run(cur, rows)
+        rows = [(pm.queue_id, pm.message_id, pm.size, pm.delivery_count, pm.data) for r in reqs for pm in r.add_paged]
+        if rows:
+            multi["add_paged"].run(cur, rows)
         for r in reqs:
             if r.add_large_chunks:
                 run(sql["add_chunk"], [(c.message_id, c.seq, c.data) for c in r.add_large_chunks])
@@ -455,6 +468,18 @@ class JournalStore:
         if rows:
             run(sql["set_count"], rows)
             run(sql["set_inline_count"], rows)
+        rows = [(f.delivery_count, f.queue_id, f.message_id) for r in reqs for f in r.update_paged_delivery_counts]
+        if rows:
+            run(sql["set_paged_count"], rows)
+        paged_by_queue: dict[int, list[tuple]] = {}
+        for r in reqs:
+            for f in r.delete_paged:
+                paged_by_queue.setdefault(f.queue_id, []).append((f.message_id,))
+        for queue_id, ids in paged_by_queue.items():
+            multi["del_paged"].run(cur, ids, (queue_id,))
+        rows = [(q,) for r in reqs for q in r.purge_paged]
+        if rows:
+            run(sql["del_queue_paged"], rows)
         by_queue: dict[int, list[tuple]] = {}
         for r in reqs:
             for f in r.delete_refs:
@@ -473,6 +498,7 @@ class JournalStore:
                 qs = [(q,) for q in r.delete_queues]
                 run(sql["del_queue_refs"], qs)
                 run(sql["del_queue_inline"], qs)
+                run(sql["del_queue_paged"], qs)
                 run(sql["del_queue"], qs)
             if r.delete_addresses:
                 run(sql["del_address"], [(a,) for a in r.delete_addresses])
@@ -506,6 +532,11 @@ class JournalStore:
                     filter=row.filter,
                     auto_created=bool(row.auto_created),
                 )
+            pm = s.paged_messages
+            for queue_id, n, size in conn.execute(
+                select(pm.c.queue_id, func.count(), func.sum(pm.c.size)).group_by(pm.c.queue_id)
+            ):
+                head.paged.add(queue_id=queue_id, messages=n, bytes=int(size or 0))
             yield head
             dup = s.duplicate_ids
             page = jpb.LoadResponse()
@@ -546,6 +577,25 @@ class JournalStore:
                 ):
                     page.refs.add(queue_id=q, message_id=mid, delivery_count=count)
                 yield page
+
+    def read_page(self, queue_id: int, after_message_id: int, max_messages: int, max_bytes: int) -> list[jpb.PagedMessage]:
+        """One queue's next paged messages after `after_message_id`, oldest first:
+        at most `max_messages`, and no more than `max_bytes` once one is taken."""
+        pm = s.paged_messages
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(pm.c.message_id, pm.c.size, pm.c.delivery_count, pm.c.data)
+                .where(and_(pm.c.queue_id == queue_id, pm.c.message_id > after_message_id))
+                .order_by(pm.c.message_id)
+                .limit(max(1, max_messages))
+            ).all()
+        out, total = [], 0
+        for mid, size, count, data in rows:
+            if out and max_bytes and total + size > max_bytes:
+                break
+            total += size
+            out.append(jpb.PagedMessage(queue_id=queue_id, message_id=mid, size=size, delivery_count=count, data=data))
+        return out
 
     def read_large(self, message_id: int, from_seq: int, max_chunks: int) -> list[jpb.LargeMessageChunk]:
         c = s.large_message_chunks

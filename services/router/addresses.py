@@ -43,7 +43,8 @@ def compile_filter(text: str) -> Selector | None:
 
 
 class Address:
-    __slots__ = ("name", "routing_types", "queues", "auto_created", "round_robin", "_split")
+    __slots__ = ("name", "routing_types", "queues", "auto_created", "round_robin", "_split",
+                 "memory_bytes", "memory_messages", "messages_dropped")
 
     def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
         self.name = name
@@ -53,6 +54,10 @@ class Address:
         # Position of the anycast round robin (routing.decide picks with it).
         self.round_robin = 0
         self._split: tuple[tuple[Queue, ...], tuple[Queue, ...]] | None = None
+        # What its queues hold in memory (paging.py) and what DROP dropped.
+        self.memory_bytes = 0
+        self.memory_messages = 0
+        self.messages_dropped = 0
 
     def has(self, rt: int) -> bool:
         return bool(self.routing_types & RT_BIT[rt])

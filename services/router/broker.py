@@ -24,7 +24,7 @@ from meshmq.message_limits import message_problem
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
-from . import dead_letter
+from . import dead_letter, paging
 from .addresses import Address, check_name, compile_filter
 from .duplicates import DuplicateClaim, DuplicateDetection
 from .journal_batcher import JournalBatcher
@@ -73,6 +73,7 @@ class Broker:
         id_cache_size: int,
         persist_id_cache: bool,
         persistence_enabled: bool = True,
+        global_max_size: int = -1,
     ) -> None:
         self.name = name
         self.journal = journal
@@ -99,6 +100,9 @@ class Broker:
         self.halted = asyncio.Event()
         self.halt_reason = ""
         self.started_at = 0
+        # Bytes of messages every queue holds in memory (paging.py), and the node's limit.
+        self.memory_bytes = 0
+        self.global_max_size = global_max_size
 
     # ------------------------------------------------------------ lifecycle
 
@@ -114,6 +118,9 @@ class Broker:
         self._next_message_id = state.next_message_id
         for address, dup_id, position in state.duplicate_ids:
             self.duplicates.restore(address, dup_id, position)
+        for q in self.queues.values():
+            for ref in q.iter_waiting():
+                self._hold(ref)
         self.batcher.start()
         self._reserve_ids()
         resp = await self.batcher.flush()
@@ -121,8 +128,8 @@ class Broker:
             raise RuntimeError(f"journal refused the first append: {resp.reason} {resp.message}")
         self.started_at = now_ms()
         log.info(
-            "node %s (%s) at epoch %d recovered %d addresses, %d queues, %d messages",
-            self.name, self.node_id, self.epoch, len(self.addresses), len(self.queues), state.messages,
+            "node %s (%s) at epoch %d recovered %d addresses, %d queues, %d messages (and %d paged, left in the store)",
+            self.name, self.node_id, self.epoch, len(self.addresses), len(self.queues), state.messages, state.paged,
         )
 
     async def _grant_next_epoch(self, current: int) -> int:
@@ -190,6 +197,10 @@ class Broker:
     def report_lost(self, refs: list[Ref], resp: jpb.AppendResponse) -> None:
         for ref in refs:
             ref.queue.incoming -= 1
+            if ref.paged:
+                ref.queue.paging_in -= 1
+            else:
+                self._free(ref)
         log.error("%d message references not stored (%s); dropped until restart", len(refs), resp.message)
 
     # ------------------------------------------------------------ addresses and queues
@@ -281,7 +292,11 @@ class Broker:
         refs = q.take_all()
         for ref in refs:
             self.release(ref, REMOVED)
-        return len(refs)
+        paged = q.paged_messages
+        if q.has_page:
+            self.batch().purge_paged.append(q.id)
+            q.paged_messages = q.paged_bytes = 0
+        return len(refs) + paged
 
     def maybe_auto_delete(self, q: Queue) -> None:
         """After the last consumer left: drop a temporary or empty auto-created queue."""
@@ -349,9 +364,10 @@ class Broker:
         if claim is not None:
             self.duplicates.persist(claim)
             staged.claims.append(claim)
-        staged.refs.extend(self.stage(msg, queues))
+        refs = self.stage(msg, queues)
+        staged.refs.extend(refs)
         staged.accepted.append(index)
-        if msg.persisted:
+        if msg.persisted or (refs and refs[-1].paged):
             staged.durable = True
 
     def seal(self, staged: StagedSend) -> StagedSend:
@@ -368,10 +384,13 @@ class Broker:
         else:
             self.enqueue(staged.refs)
 
-    def route(self, msg: ServerMessage) -> list[Queue]:
+    def route(self, msg: ServerMessage, *, moved: bool = False) -> list[Queue]:
         """The queues a message goes to: `routing.decide`, then each step the
         decision asks for (create the address or queue, redirect to the
-        dead-letter address) and a new decision, until it is final."""
+        dead-letter address) and a new decision, until it is final. A full
+        address with policy FAIL refuses the message (ADDRESS_FULL) and one
+        with DROP routes it nowhere — unless it is being `moved` to a
+        dead-letter or expiry address, which pages it instead (paging.py)."""
         for _ in range(MAX_ROUTING_STEPS):
             addr = self.addresses.get(msg.address)
             settings = self.settings(msg.address)
@@ -379,6 +398,17 @@ class Broker:
             if decision.final:
                 if decision.advance_round_robin:
                     addr.round_robin += 1
+                policy = settings.address_full_policy
+                if policy != paging.PAGE and decision.targets and not moved and self._full(addr, settings):
+                    if policy == paging.FAIL:
+                        raise BrokerError(
+                            Reason.ADDRESS_FULL,
+                            f"address {msg.address!r} is full (max-size-bytes {settings.max_size_bytes}, "
+                            f"max-size-messages {settings.max_size_messages}, global-max-size {self.global_max_size}) "
+                            "and its address-full-policy is FAIL",
+                        )
+                    addr.messages_dropped += 1
+                    return []
                 return decision.targets
             if decision.create_address:
                 self.ensure_address(msg.address, decision.create_address, auto_created=addr is None or addr.auto_created)
@@ -390,12 +420,32 @@ class Broker:
                     MAX_ROUTING_STEPS)
         return []
 
+    def _full(self, addr, settings) -> bool:
+        if addr is None:
+            return 0 <= self.global_max_size <= self.memory_bytes
+        return paging.address_full(addr.memory_bytes, addr.memory_messages, settings, self.memory_bytes,
+                                   self.global_max_size)
+
+    def _paged_targets(self, msg: ServerMessage, queues: list[Queue]) -> list[Queue]:
+        """The queues that get `msg` as a paged message: all of them when the
+        address is full (whatever its policy: FAIL and DROP were applied by
+        route, so this is a moved message), else those with a page to follow."""
+        if msg.large or not self.persistence_enabled:
+            return []
+        addr = self.addresses.get(msg.address)
+        if self._full(addr, self.settings(msg.address)):
+            return queues
+        return [q for q in queues if q.has_page]
+
     def stage(self, msg: ServerMessage, queues: Iterable[Queue]) -> list[Ref]:
         """Create a message's references and add what must be stored to the batch."""
         queues = list(queues)
         now = now_ms()
+        paged = self._paged_targets(msg, queues) if queues else []
+        if paged:
+            queues = [q for q in queues if q not in paged]
         stored = [q for q in queues if q.durable] if self.persistence_enabled and msg.durable else []
-        batch = self.batch() if (stored or msg.large) else None
+        batch = self.batch() if (stored or msg.large or paged) else None
         if stored:
             msg.persisted = True
             msg.inline = len(stored) == 1
@@ -413,6 +463,7 @@ class Broker:
             ref = Ref(msg, q, 0, bool(stored) and q.durable)
             msg.refs += 1
             q.incoming += 1
+            self._hold(ref)  # counted from now: a full address must see what is on its way in
             if ref.persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
@@ -421,6 +472,19 @@ class Broker:
                     size=msg.size, message_timestamp=msg.timestamp,
                 )
             refs.append(ref)
+        if paged:
+            data = msg.proto.SerializeToString()
+            for q in paged:
+                batch.add_paged.add(queue_id=q.id, message_id=msg.id, size=msg.size, data=data)
+                batch.events.add(
+                    timestamp=now, kind=ENQUEUED, address=msg.address, queue=q.name, message_id=msg.id,
+                    size=msg.size, message_timestamp=msg.timestamp,
+                )
+                ref = Ref(msg, q, 0, True)
+                ref.paged = True  # a placeholder until the commit: enqueue counts it into the page
+                q.incoming += 1
+                q.paging_in += 1
+                refs.append(ref)
         if not refs and msg.large:
             batch.delete_large_messages.append(msg.id)  # its chunks were stored; nobody will read them
         return refs
@@ -430,6 +494,13 @@ class Broker:
         for ref in refs:
             q = ref.queue
             q.incoming -= 1
+            if ref.paged:  # stored in the page, not held: the queue reads it back in its turn
+                q.paging_in -= 1
+                if not q.deleted:
+                    q.paged_messages += 1
+                    q.paged_bytes += ref.msg.size
+                    self.schedule_dispatch(q)
+                continue
             if q.deleted:
                 self.release(ref, REMOVED)
                 continue
@@ -448,6 +519,62 @@ class Broker:
         for q in dirty:
             if not q.deleted:
                 q.dispatch(self.expire)
+                if q.consumers and not q.depaging and paging.should_read_page(
+                    q.waiting, q.paged_messages, q.paged_bytes, self.settings(q.address).page_size_bytes
+                ):
+                    q.depaging = True
+                    asyncio.get_running_loop().create_task(self._read_page(q))
+
+    async def _read_page(self, q: Queue) -> None:
+        """Bring the next page of `q`'s paged messages into memory, in order."""
+        try:
+            resp = await self.journal.read_page(
+                jpb.ReadPageRequest(
+                    queue_id=q.id, after_message_id=q.page_cursor, max_messages=paging.MAX_PAGE_MESSAGES,
+                    max_bytes=self.settings(q.address).page_size_bytes,
+                )
+            )
+            if q.deleted:
+                return
+            if not resp.messages:
+                # Counted but gone from the store (purged while on their way in).
+                log.info("queue %s: %d paged messages counted but none stored; count reset", q.name, q.paged_messages)
+                q.paged_messages = q.paged_bytes = 0
+                return
+            for pm in resp.messages:
+                proto = mpb.Message()
+                proto.ParseFromString(pm.data)
+                msg = ServerMessage(proto, pm.size)
+                msg.refs = 1
+                ref = Ref(msg, q, pm.delivery_count, True)
+                ref.paged = True
+                q.page_cursor = pm.message_id
+                q.paged_messages -= 1
+                q.paged_bytes -= pm.size
+                q.add(ref)
+                self._hold(ref)
+            self.schedule_dispatch(q)
+        except Exception:
+            log.exception("queue %s: reading its next page failed; retried at the next dispatch", q.name)
+        finally:
+            q.depaging = False
+
+    def _hold(self, ref: Ref) -> None:
+        """A queue's copy of a message is now in memory (paging.py counts these)."""
+        size = ref.msg.size
+        self.memory_bytes += size
+        addr = self.addresses.get(ref.queue.address)
+        if addr is not None:
+            addr.memory_bytes += size
+            addr.memory_messages += 1
+
+    def _free(self, ref: Ref) -> None:
+        size = ref.msg.size
+        self.memory_bytes -= size
+        addr = self.addresses.get(ref.queue.address)
+        if addr is not None:
+            addr.memory_bytes -= size
+            addr.memory_messages -= 1
 
     # ------------------------------------------------------------ after delivery
 
@@ -459,8 +586,13 @@ class Broker:
 
     def release(self, ref: Ref, kind: int) -> None:
         """A queue lets go of a reference (event `kind`); the message goes with its last one."""
+        self._free(ref)
         msg = ref.msg
         msg.refs -= 1
+        if ref.paged:  # its own row in the page, for this queue only
+            self.batch().delete_paged.add(queue_id=ref.queue.id, message_id=msg.id)
+            self.event(kind, ref)
+            return
         if ref.persisted:
             batch = self.batch()
             if msg.inline:
@@ -496,9 +628,8 @@ class Broker:
             dead_letter.move(self, ref, settings.dead_letter_address, DEAD_LETTERED)
             return
         if ref.persisted:
-            self.batch().update_delivery_counts.add(
-                queue_id=q.id, message_id=ref.msg.id, delivery_count=ref.delivery_count
-            )
+            counts = self.batch().update_paged_delivery_counts if ref.paged else self.batch().update_delivery_counts
+            counts.add(queue_id=q.id, message_id=ref.msg.id, delivery_count=ref.delivery_count)
         delay = settings.redelivery_delay
         if delay and delay > 0:
             q.delayed[ref] = asyncio.get_running_loop().call_later(delay / 1000, self._redeliver, ref)

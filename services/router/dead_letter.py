@@ -62,7 +62,7 @@ def move(broker: Broker, ref: Ref, target: str | None, kind: int) -> None:
     copy.message_id = broker.next_message_id()
     moved = ServerMessage(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
     ensure_target(broker, target)
-    queues = broker.route(moved)
+    queues = broker.route(moved, moved=True)
     if moved.large:
         broker.batch().copy_large_messages.add(from_message_id=src.id, to_message_id=moved.id)
     broker.enqueue_when_stored(broker.stage(moved, queues))

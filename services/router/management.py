@@ -31,6 +31,8 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
         messages_acknowledged=q.messages_acknowledged,
         messages_expired=q.messages_expired,
         messages_killed=q.messages_killed,
+        paged_count=q.paged_messages,
+        paged_bytes=q.paged_bytes,
     )
 
 
@@ -70,6 +72,10 @@ class ManagementServicer(mggrpc.ManagementServicer):
                     routing_types=[rt for bit, rt in ((1, 1), (2, 2)) if a.routing_types & bit],
                     queues=sorted(a.queues),
                     auto_created=a.auto_created,
+                    memory_messages=max(0, a.memory_messages),
+                    memory_bytes=max(0, a.memory_bytes),
+                    messages_dropped=a.messages_dropped,
+                    paging=any(q.has_page for q in a.queues.values()),
                 )
             return out
 

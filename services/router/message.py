@@ -83,7 +83,7 @@ _HEADERS = {
 class Ref:
     """A message's place in one queue."""
 
-    __slots__ = ("msg", "queue", "delivery_count", "persisted", "seq")
+    __slots__ = ("msg", "queue", "delivery_count", "persisted", "seq", "paged")
 
     def __init__(self, msg: ServerMessage, queue, delivery_count: int = 0, persisted: bool = False) -> None:
         self.msg = msg
@@ -92,3 +92,5 @@ class Ref:
         self.persisted = persisted
         # Arrival order in its queue (set by Queue.add; kept when it comes back).
         self.seq = 0
+        # Stored as a paged message (paged_messages), not as a message row or reference.
+        self.paged = False

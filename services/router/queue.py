@@ -73,6 +73,14 @@ class Queue:
         # References waiting out a redelivery-delay, with their timers. They
         # belong to the queue: counted, purged, deleted with it.
         self.delayed: dict[Ref, asyncio.TimerHandle] = {}
+        # Paging (services/router/paging.py): messages in the store only, read back
+        # in id order after `page_cursor` as the queue drains; `paging_in` are on
+        # their way into the page (commit in flight).
+        self.paged_messages = 0
+        self.paged_bytes = 0
+        self.paging_in = 0
+        self.page_cursor = 0
+        self.depaging = False
         self.consumers: list[ServerConsumer] = []
         self._rr = 0
         self.deleted = False
@@ -88,13 +96,18 @@ class Queue:
 
     @property
     def message_count(self) -> int:
-        """Messages the queue holds: waiting, delivering, and in a redelivery delay."""
-        return self.waiting + self.delivering + len(self.delayed)
+        """Messages the queue holds: waiting (in memory or paged), delivering, and in a redelivery delay."""
+        return self.waiting + self.delivering + len(self.delayed) + self.paged_messages
 
     @property
     def holds_nothing(self) -> bool:
-        """Nothing waiting, delivering, delayed or on its way in: safe to auto-delete."""
-        return not (self.waiting or self.delivering or self.delayed or self.incoming)
+        """Nothing waiting, paged, delivering, delayed or on its way in: safe to auto-delete."""
+        return not (self.waiting or self.delivering or self.delayed or self.incoming or self.paged_messages)
+
+    @property
+    def has_page(self) -> bool:
+        """Messages of this queue are paged or on their way into the page: new ones must follow them there."""
+        return bool(self.paged_messages or self.paging_in)
 
     @property
     def routing_type_name(self) -> str:

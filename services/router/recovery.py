@@ -30,13 +30,16 @@ class RecoveredState:
     next_queue_id: int = 1
     next_message_id: int = 1
     messages: int = 0
+    paged: int = 0
 
 
 async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> RecoveredState:
     state = RecoveredState(next_message_id=next_message_id)
     by_queue_id: dict[int, Queue] = {}
     pending: dict[int, ServerMessage] = {}
+    paged: list[jpb.PagedQueue] = []
     async for page in journal.load(jpb.LoadRequest(epoch=epoch)):
+        paged.extend(page.paged)
         for a in page.addresses:
             state.addresses[a.name] = Address(a.name, a.routing_types, a.auto_created)
         for qr in page.queues:
@@ -73,4 +76,9 @@ async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> R
             msg.refs += 1
             q.add(Ref(msg, q, delivery_count, persisted=True))
         state.messages += len(page.messages)
+    for pq in paged:  # not loaded: each queue reads its page back from the start as it drains
+        q = by_queue_id.get(pq.queue_id)
+        if q is not None:
+            q.paged_messages, q.paged_bytes = pq.messages, pq.bytes
+            state.paged += pq.messages
     return state

@@ -93,6 +93,15 @@ class BrokerServicer(bgrpc.BrokerServicer):
             session.out.put_nowait(None)
 
 
+def global_max_size(configured: int) -> int:
+    """global-max-size in bytes: -1 means half of this machine's memory (Artemis takes half the JVM heap)."""
+    if configured >= 0:
+        return configured
+    import psutil
+
+    return psutil.virtual_memory().total // 2
+
+
 class RouterNode:
     """One broker node: a Broker behind its acceptors."""
 
@@ -106,6 +115,7 @@ class RouterNode:
             id_cache_size=config.id_cache_size,
             persist_id_cache=config.persist_id_cache,
             persistence_enabled=config.persistence_enabled,
+            global_max_size=global_max_size(config.global_max_size),
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []

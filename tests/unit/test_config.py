@@ -265,7 +265,7 @@ BAD_INPUTS = [
     pytest.param(
         "name: a\nfoo-bar-baz: 1\n",
         "node.yaml:2: foo-bar-baz: unknown key (expected one of: name, persistence-enabled, data-directory, "
-        "id-cache-size, persist-id-cache, message-expiry-scan-period, security-enabled, users, acceptors, "
+        "id-cache-size, persist-id-cache, global-max-size, message-expiry-scan-period, security-enabled, users, acceptors, "
         "journal, addresses, address-settings, discovery-groups, broadcast-groups, discovery)",
         id="unknown-key-no-suggestion",
     ),
