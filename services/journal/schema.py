@@ -95,18 +95,21 @@ large_message_chunks = Table(
 )
 
 # A paged message, for one queue: not loaded at recovery, read back in id
-# order as the queue drains (ReadPage), deleted when acknowledged. Clustered
-# by (queue_id, message_id) so a page is one range scan.
+# order as the queue drains (ReadPage), deleted when acknowledged. Rows are
+# appended in rowid order (a 1 KB row clustered by (queue_id, message_id), a
+# WITHOUT ROWID table, cost about a quarter of the paging throughput);
+# the small index gives a page as one range scan.
 paged_messages = Table(
     "paged_messages",
     metadata,
-    Column("queue_id", BigInteger, primary_key=True, autoincrement=False),
-    Column("message_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("page_row", _RowKey, primary_key=True, autoincrement=True),
+    Column("queue_id", BigInteger, nullable=False),
+    Column("message_id", BigInteger, nullable=False),
     Column("size", BigInteger, nullable=False),
     Column("delivery_count", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
-    sqlite_with_rowid=False,
 )
+Index("paged_messages_queue", paged_messages.c.queue_id, paged_messages.c.message_id, unique=True)
 
 duplicate_ids = Table(
     "duplicate_ids",
