@@ -16,7 +16,7 @@ from spark import jdbc
 from spark.errors import AnalyticsError, explain
 from spark.jdbc import Store
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 #: What the report reads, per table (docs/journal-schema.md).
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -26,6 +26,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "queues": ("queue_id", "name", "address"),
     "messages": ("message_id", "size", "timestamp", "queue_id"),
     "message_refs": ("queue_id", "message_id"),
+    "paged_messages": ("queue_id", "message_id", "size", "timestamp"),
 }
 
 EVENT_SCHEMA = (
@@ -165,8 +166,11 @@ def open_store(spark, store: Store, since: int | None = None) -> NodeStore:
         store,
         f"SELECT {window_first} AS window_first_id, max(event_id) AS last_id, "
         "count(*) AS n, min(ts) AS first_ts, max(ts) AS last_ts, "
-        "(SELECT count(*) FROM messages) AS messages, (SELECT min(message_id) FROM messages) AS first_mid, "
-        "(SELECT max(message_id) FROM messages) AS last_mid FROM events",
+        "(SELECT count(*) FROM messages) + (SELECT count(*) FROM paged_messages) AS messages, "
+        "(SELECT min(message_id) FROM (SELECT message_id FROM messages UNION ALL "
+        "SELECT message_id FROM paged_messages) AS ids) AS first_mid, "
+        "(SELECT max(message_id) FROM (SELECT message_id FROM messages UNION ALL "
+        "SELECT message_id FROM paged_messages) AS ids) AS last_mid FROM events",
         "window_first_id BIGINT, last_id BIGINT, n BIGINT, first_ts BIGINT, last_ts BIGINT, "
         "messages BIGINT, first_mid BIGINT, last_mid BIGINT",
         "the table bounds",
@@ -213,9 +217,9 @@ def read_events(spark, ns: NodeStore, partitions: int):
 def read_live(spark, ns: NodeStore, partitions: int):
     """(queues, waiting) of the node's live state, each with a node_id column.
 
-    waiting = the stored queue references: inline ones on `messages` plus
-    `message_refs`, with the message's size and timestamp; read in ranges of
-    message_id."""
+    waiting = the stored queue references: inline ones on `messages`,
+    `message_refs`, and paged messages, with the message's size and
+    timestamp; read in ranges of message_id."""
     from pyspark.sql import functions as F
 
     queues = jdbc.read(
@@ -225,7 +229,8 @@ def read_live(spark, ns: NodeStore, partitions: int):
     query = (
         'SELECT "message_id", "queue_id", "size", "timestamp" FROM messages WHERE "queue_id" IS NOT NULL '
         'UNION ALL SELECT r."message_id", r."queue_id", m."size", m."timestamp" '
-        'FROM message_refs r JOIN messages m ON m."message_id" = r."message_id"'
+        'FROM message_refs r JOIN messages m ON m."message_id" = r."message_id" '
+        'UNION ALL SELECT "message_id", "queue_id", "size", "timestamp" FROM paged_messages'
     )
     schema = "message_id BIGINT, queue_id BIGINT, size BIGINT, timestamp BIGINT"
     if ns.messages and ns.first_message_id is not None:

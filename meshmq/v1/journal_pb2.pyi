@@ -223,18 +223,20 @@ class AppendRequest(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ..., add_paged: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ..., delete_paged: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., update_paged_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., purge_paged: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PagedMessage(_message.Message):
-    __slots__ = ("queue_id", "message_id", "size", "delivery_count", "data")
+    __slots__ = ("queue_id", "message_id", "size", "delivery_count", "data", "timestamp")
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     queue_id: int
     message_id: int
     size: int
     delivery_count: int
     data: bytes
-    def __init__(self, queue_id: _Optional[int] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+    timestamp: int
+    def __init__(self, queue_id: _Optional[int] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., data: _Optional[bytes] = ..., timestamp: _Optional[int] = ...) -> None: ...
 
 class ReadPageRequest(_message.Message):
     __slots__ = ("queue_id", "after_message_id", "max_messages", "max_bytes")

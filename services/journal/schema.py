@@ -106,6 +106,7 @@ paged_messages = Table(
     Column("queue_id", BigInteger, nullable=False),
     Column("message_id", BigInteger, nullable=False),
     Column("size", BigInteger, nullable=False),
+    Column("timestamp", BigInteger, nullable=False),
     Column("delivery_count", Integer, nullable=False),
     Column("data", LargeBinary, nullable=False),
 )

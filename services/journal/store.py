@@ -299,7 +299,8 @@ class JournalStore:
             "del_message": in_list("DELETE FROM {messages} WHERE {message_id}"),
             "del_ref": in_list("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id}"),
             "add_paged": values(
-                "INSERT INTO {paged_messages} ({queue_id}, {message_id}, {size}, {delivery_count}, {data})", 5
+                "INSERT INTO {paged_messages} ({queue_id}, {message_id}, {size}, {timestamp}, {delivery_count}, {data})",
+                6,
             ),
             "del_paged": in_list("DELETE FROM {paged_messages} WHERE {queue_id} = ? AND {message_id}"),
         }
@@ -446,7 +447,11 @@ class JournalStore:
         rows = [(f.queue_id, f.message_id, f.delivery_count) for r in reqs for f in r.add_refs]
         if rows:
             multi["add_ref"].run(cur, rows)
-        rows = [(pm.queue_id, pm.message_id, pm.size, pm.delivery_count, pm.data) for r in reqs for pm in r.add_paged]
+        rows = [
+            (pm.queue_id, pm.message_id, pm.size, pm.timestamp, pm.delivery_count, pm.data)
+            for r in reqs
+            for pm in r.add_paged
+        ]
         if rows:
             multi["add_paged"].run(cur, rows)
         for r in reqs:

@@ -475,7 +475,7 @@ class Broker:
         if paged:
             data = msg.proto.SerializeToString()
             for q in paged:
-                batch.add_paged.add(queue_id=q.id, message_id=msg.id, size=msg.size, data=data)
+                batch.add_paged.add(queue_id=q.id, message_id=msg.id, size=msg.size, timestamp=msg.timestamp, data=data)
                 batch.events.add(
                     timestamp=now, kind=ENQUEUED, address=msg.address, queue=q.name, message_id=msg.id,
                     size=msg.size, message_timestamp=msg.timestamp,
