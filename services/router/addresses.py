@@ -44,7 +44,7 @@ def compile_filter(text: str) -> Selector | None:
 
 class Address:
     __slots__ = ("name", "routing_types", "queues", "auto_created", "round_robin", "_split",
-                 "memory_bytes", "memory_messages", "messages_dropped")
+                 "memory_bytes", "memory_messages", "messages_dropped", "limits")
 
     def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
         self.name = name
@@ -58,12 +58,15 @@ class Address:
         self.memory_bytes = 0
         self.memory_messages = 0
         self.messages_dropped = 0
+        # (max-size-bytes, max-size-messages) from its address settings, resolved on first use.
+        self.limits: tuple[int, int] | None = None
 
     def has(self, rt: int) -> bool:
         return bool(self.routing_types & RT_BIT[rt])
 
     def add_queue(self, q: Queue) -> None:
         self.queues[q.name] = q
+        q.home = self
         self._split = None
 
     def remove_queue(self, name: str) -> None:

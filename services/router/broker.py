@@ -399,7 +399,7 @@ class Broker:
                 if decision.advance_round_robin:
                     addr.round_robin += 1
                 policy = settings.address_full_policy
-                if policy != paging.PAGE and decision.targets and not moved and self._full(addr, settings):
+                if policy != paging.PAGE and decision.targets and not moved and self._full(addr):
                     if policy == paging.FAIL:
                         raise BrokerError(
                             Reason.ADDRESS_FULL,
@@ -420,28 +420,31 @@ class Broker:
                     MAX_ROUTING_STEPS)
         return []
 
-    def _full(self, addr, settings) -> bool:
+    def _full(self, addr) -> bool:
         if addr is None:
             return 0 <= self.global_max_size <= self.memory_bytes
-        return paging.address_full(addr.memory_bytes, addr.memory_messages, settings, self.memory_bytes,
+        limits = addr.limits
+        if limits is None:
+            limits = addr.limits = paging.limits(self.settings(addr.name))
+        return paging.address_full(addr.memory_bytes, addr.memory_messages, *limits, self.memory_bytes,
                                    self.global_max_size)
 
-    def _paged_targets(self, msg: ServerMessage, queues: list[Queue]) -> list[Queue]:
+    def _paged_targets(self, msg: ServerMessage, queues: list[Queue], addr) -> list[Queue]:
         """The queues that get `msg` as a paged message: all of them when the
         address is full (whatever its policy: FAIL and DROP were applied by
         route, so this is a moved message), else those with a page to follow."""
         if msg.large or not self.persistence_enabled:
             return []
-        addr = self.addresses.get(msg.address)
-        if self._full(addr, self.settings(msg.address)):
+        if self._full(addr):
             return queues
-        return [q for q in queues if q.has_page]
+        return [q for q in queues if q.paged_messages or q.paging_in]
 
     def stage(self, msg: ServerMessage, queues: Iterable[Queue]) -> list[Ref]:
         """Create a message's references and add what must be stored to the batch."""
         queues = list(queues)
         now = now_ms()
-        paged = self._paged_targets(msg, queues) if queues else []
+        addr = self.addresses.get(msg.address)  # every queue of a message is on its address
+        paged = self._paged_targets(msg, queues, addr) if queues else []
         if paged:
             queues = [q for q in queues if q not in paged]
         stored = [q for q in queues if q.durable] if self.persistence_enabled and msg.durable else []
@@ -463,7 +466,6 @@ class Broker:
             ref = Ref(msg, q, 0, bool(stored) and q.durable)
             msg.refs += 1
             q.incoming += 1
-            self._hold(ref)  # counted from now: a full address must see what is on its way in
             if ref.persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
@@ -472,6 +474,12 @@ class Broker:
                     size=msg.size, message_timestamp=msg.timestamp,
                 )
             refs.append(ref)
+        if queues:  # in memory from now: a full address must see what is on its way in
+            held = msg.size * len(queues)
+            self.memory_bytes += held
+            if addr is not None:
+                addr.memory_bytes += held
+                addr.memory_messages += len(queues)
         if paged:
             data = msg.proto.SerializeToString()
             for q in paged:
@@ -563,7 +571,7 @@ class Broker:
         """A queue's copy of a message is now in memory (paging.py counts these)."""
         size = ref.msg.size
         self.memory_bytes += size
-        addr = self.addresses.get(ref.queue.address)
+        addr = ref.queue.home
         if addr is not None:
             addr.memory_bytes += size
             addr.memory_messages += 1
@@ -571,7 +579,7 @@ class Broker:
     def _free(self, ref: Ref) -> None:
         size = ref.msg.size
         self.memory_bytes -= size
-        addr = self.addresses.get(ref.queue.address)
+        addr = ref.queue.home
         if addr is not None:
             addr.memory_bytes -= size
             addr.memory_messages -= 1

@@ -35,14 +35,20 @@ PAGE, FAIL, DROP = "PAGE", "FAIL", "DROP"
 MAX_PAGE_MESSAGES = 10_000
 
 
-def address_full(memory_bytes: int, memory_messages: int, settings: ResolvedAddressSettings,
+def address_full(memory_bytes: int, memory_messages: int, max_size_bytes: int, max_size_messages: int,
                  node_bytes: int, global_max_size: int) -> bool:
-    """Whether an address is full: its own limits, or the node's (pure)."""
-    if settings.max_size_bytes >= 0 and memory_bytes >= settings.max_size_bytes:
-        return True
-    if settings.max_size_messages >= 0 and memory_messages >= settings.max_size_messages:
-        return True
-    return 0 <= global_max_size <= node_bytes
+    """Whether an address is full: its own limits (-1: none), or the node's (pure).
+    Called for every routed message: plain ints, cheapest test first."""
+    return (
+        0 <= global_max_size <= node_bytes
+        or 0 <= max_size_bytes <= memory_bytes
+        or 0 <= max_size_messages <= memory_messages
+    )
+
+
+def limits(settings: ResolvedAddressSettings) -> tuple[int, int]:
+    """(max-size-bytes, max-size-messages) of an address's settings."""
+    return settings.max_size_bytes, settings.max_size_messages
 
 
 def should_read_page(waiting: int, paged_messages: int, paged_bytes: int, page_size_bytes: int) -> bool:

@@ -82,6 +82,8 @@ class Queue:
         self.page_cursor = 0
         self.depaging = False
         self.consumers: list[ServerConsumer] = []
+        # Its Address (set when bound to it): memory is counted there (paging.py).
+        self.home = None
         self._rr = 0
         self.deleted = False
         # Counters, as Artemis's queue control reports them.
