@@ -476,20 +476,12 @@ class JournalStore:
         rows = [(f.delivery_count, f.queue_id, f.message_id) for r in reqs for f in r.update_paged_delivery_counts]
         if rows:
             run(sql["set_paged_count"], rows)
-        paged_by_queue: dict[int, list[tuple]] = {}
-        for r in reqs:
-            for f in r.delete_paged:
-                paged_by_queue.setdefault(f.queue_id, []).append((f.message_id,))
-        for queue_id, ids in paged_by_queue.items():
+        for queue_id, ids in _by_queue(f for r in reqs for f in r.delete_paged).items():
             multi["del_paged"].run(cur, ids, (queue_id,))
         rows = [(q,) for r in reqs for q in r.purge_paged]
         if rows:
             run(sql["del_queue_paged"], rows)
-        by_queue: dict[int, list[tuple]] = {}
-        for r in reqs:
-            for f in r.delete_refs:
-                by_queue.setdefault(f.queue_id, []).append((f.message_id,))
-        for queue_id, ids in by_queue.items():
+        for queue_id, ids in _by_queue(f for r in reqs for f in r.delete_refs).items():
             multi["del_ref"].run(cur, ids, (queue_id,))
         rows = [(m,) for r in reqs for m in r.delete_messages]
         if rows:
@@ -674,6 +666,14 @@ class _Quoted(dict):
 
     def __missing__(self, key: str) -> str:
         return self._quote(key)
+
+
+def _by_queue(refs) -> dict[int, list[tuple[int]]]:
+    """Message ids of `MessageRef`s grouped by queue, for one multi-row delete per queue."""
+    grouped: dict[int, list[tuple[int]]] = {}
+    for f in refs:
+        grouped.setdefault(f.queue_id, []).append((f.message_id,))
+    return grouped
 
 
 def _only_rows(r: jpb.AppendRequest) -> bool:
