@@ -23,7 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from throughput import start_node  # noqa: E402
 
 from meshmq.client import connect  # noqa: E402
 from meshmq.memwatch import RssSampler  # noqa: E402
@@ -32,25 +35,10 @@ BODY = b"x" * 1024
 
 
 def start(workdir: Path, limit: str) -> tuple[subprocess.Popen, str, float]:
-    cfg = workdir / "node.yaml"
-    cfg.write_text(
-        f"name: bench\ndata-directory: {workdir / 'data'}\n"
-        "acceptors:\n  - {name: grpc, host: 127.0.0.1, port: 0}\n"
-        f"address-settings:\n  paged:\n    max-size-bytes: {limit}\n"
-    )
-    ready = workdir / "ready.json"
-    ready.unlink(missing_ok=True)
+    """A node whose address "paged" has max-size-bytes `limit`; also how long it took to listen."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(cfg), "--ready-file", str(ready),
-         "--quiet"],
-        stdout=open(workdir / "node.log", "ab"), stderr=subprocess.STDOUT,
-    )
-    while not ready.exists():
-        if proc.poll() is not None or time.monotonic() - t0 > 600:
-            raise SystemExit(f"node did not start; see {workdir / 'node.log'}")
-        time.sleep(0.05)
-    return proc, "meshmq://" + json.loads(ready.read_text())["endpoints"][0], time.monotonic() - t0
+    proc, url = start_node(workdir, True, f"address-settings:\n  paged:\n    max-size-bytes: {limit}\n")
+    return proc, url, time.monotonic() - t0
 
 
 async def fill(url: str, count: int) -> float:

@@ -40,15 +40,17 @@ from meshmq import perf  # noqa: E402
 from meshmq.client.uri import ClientOptions  # noqa: E402
 
 
-def start_node(workdir: Path, sync: bool) -> tuple[subprocess.Popen, str]:
+def start_node(workdir: Path, sync: bool, extra_config: str = "") -> tuple[subprocess.Popen, str]:
+    """A fresh node on a free port (SQLite under `workdir`); `extra_config` is more node YAML."""
     cfg = workdir / "node.yaml"
     cfg.write_text(
         f"name: bench\ndata-directory: {workdir / 'data'}\n"
         "acceptors:\n  - {name: grpc, host: 127.0.0.1, port: 0}\n"
-        f"journal:\n  sync: {'true' if sync else 'false'}\n"
+        f"journal:\n  sync: {'true' if sync else 'false'}\n" + extra_config
     )
     ready = workdir / "ready.json"
-    log = open(workdir / "node.log", "wb")
+    ready.unlink(missing_ok=True)
+    log = open(workdir / "node.log", "ab")
     proc = subprocess.Popen(
         [sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(cfg), "--ready-file", str(ready), "--quiet"],
         stdout=log,

@@ -87,12 +87,12 @@ class LargeMessageReceiver:
         if up.seq % COMMIT_EVERY_CHUNKS == 0 or chunk.last:
             resp = await broker.stored()
             if not resp.ok:
-                return self._abort(up, BrokerError(Reason(resp.reason), resp.message))
+                return self.abort(up, BrokerError(Reason(resp.reason), resp.message))
         if not chunk.last:
             return None
         self.current = None
         if up.received != up.msg.proto.body_size:
-            return self._abort(
+            return self.abort(
                 up,
                 BrokerError(
                     Reason.INVALID_REQUEST,
@@ -102,10 +102,7 @@ class LargeMessageReceiver:
         return UploadDone(up)
 
     def abort(self, up: LargeUpload, err: BrokerError) -> UploadDone:
-        """Drop a finished upload that cannot be routed: its chunks and duplicate id go."""
-        return self._abort(up, err)
-
-    def _abort(self, up: LargeUpload, err: BrokerError) -> UploadDone:
+        """Drop an upload (refused by the journal, a wrong size, or not routable): its chunks and duplicate id go."""
         self.current = None
         if up.claim is not None:
             self.broker.duplicates.release([up.claim], delete_rows=True)
