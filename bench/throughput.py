@@ -4,7 +4,10 @@ Starts a fresh node for each run (`meshmq serve router`, embedded journal,
 SQLite WAL with synchronous=FULL: a durable confirm means the commit reached
 the disk), then runs one producer and one consumer concurrently in one client
 process with 1 KB messages and prints one JSON line per run: messages/s end
-to end and p50/p99 confirm latency, then a table of all runs.
+to end, p50/p99 confirm latency and the CPU the node spent per message
+(router process, and its journal writer process), then a table of all runs.
+The CPU figures are steadier than msg/s on a shared machine: compare trees
+with them when looking for a hot-path regression.
 
 A mode is KIND[@RATE][/WINDOW]:
 
@@ -18,7 +21,12 @@ A mode is KIND[@RATE][/WINDOW]:
 * /WINDOW sets confirmationWindowSize in bytes (default: the SDK's, 512 KiB).
 
     .venv/bin/python bench/throughput.py [--count 200000] [--size 1024] [--repeat 3]
-        [--modes durable,durable/1048576,durable@25000,non-durable,non-durable/1048576]
+        [--modes durable,durable/1048576,durable@25000,non-durable,non-durable/1048576] [--secure]
+
+--secure runs the node as docs/security.md secures one: TLS on the client
+listener (a throwaway CA and server certificate, meshmq/security/certs.py), users
+authenticated on every call and security-settings checked on every send and
+consumer — so the cost of security is measured, not guessed.
 """
 
 from __future__ import annotations
@@ -36,16 +44,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import psutil  # noqa: E402
+
 from meshmq import perf  # noqa: E402
 from meshmq.client.uri import ClientOptions  # noqa: E402
 
 
-def start_node(workdir: Path, sync: bool, extra_config: str = "") -> tuple[subprocess.Popen, str]:
-    """A fresh node on a free port (SQLite under `workdir`); `extra_config` is more node YAML."""
+def start_node(workdir: Path, sync: bool, extra_config: str = "", acceptor: str = "") -> tuple[subprocess.Popen, str]:
+    """A fresh node on a free port (SQLite under `workdir`); `extra_config` is
+    more node YAML, `acceptor` more keys of its acceptor (TLS)."""
     cfg = workdir / "node.yaml"
     cfg.write_text(
         f"name: bench\ndata-directory: {workdir / 'data'}\n"
-        "acceptors:\n  - {name: grpc, host: 127.0.0.1, port: 0}\n"
+        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: 0{acceptor}}}\n"
         f"journal:\n  sync: {'true' if sync else 'false'}\n" + extra_config
     )
     ready = workdir / "ready.json"
@@ -62,6 +73,38 @@ def start_node(workdir: Path, sync: bool, extra_config: str = "") -> tuple[subpr
             raise SystemExit(f"node did not start; see {workdir / 'node.log'}")
         time.sleep(0.05)
     return proc, "meshmq://" + json.loads(ready.read_text())["endpoints"][0]
+
+
+SECURE_CONFIG = """
+security-enabled: true
+users:
+  - {username: bench, password: bench-secret, roles: [apps]}
+security-settings:
+  "bench.#": {send: [apps], consume: [apps], create-address: [apps], create-durable-queue: [apps],
+              create-non-durable-queue: [apps]}
+"""
+
+
+def make_certs(d: Path) -> None:
+    """A throwaway cluster CA (ca/) and a certificate for 127.0.0.1 (server.pem, server-key.pem)."""
+    from meshmq.security.certs import create_ca, issue
+
+    create_ca(d / "ca")
+    issue(d / "ca", d, "server", ["127.0.0.1"])
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(router process, its child processes) user+system CPU seconds so far."""
+    proc = psutil.Process(pid)
+    own = proc.cpu_times()
+    children = 0.0
+    for child in proc.children(recursive=True):
+        try:
+            t = child.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        children += t.user + t.system
+    return own.user + own.system, children
 
 
 def parse_mode(mode: str) -> tuple[bool, float | None, int | None]:
@@ -99,6 +142,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--modes", default="durable,durable/1048576,durable@25000,non-durable,non-durable/1048576")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, each on a fresh node")
+    ap.add_argument("--secure", action="store_true", help="TLS, authentication and authorization on (docs/security.md)")
     args = ap.parse_args()
     modes = args.modes.split(",")
     for mode in modes:
@@ -115,20 +159,36 @@ def main() -> None:
         window = parse_mode(mode)[2]
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
-                proc, url = start_node(Path(tmp), sync=True)
+                options = []
+                if args.secure:
+                    make_certs(Path(tmp))
+                    acceptor = f", ssl-enabled: true, cert-path: {tmp}/server.pem, key-path: {tmp}/server-key.pem"
+                    proc, url = start_node(Path(tmp), sync=True, extra_config=SECURE_CONFIG, acceptor=acceptor)
+                    url = url.replace("meshmq://", "meshmq://bench:bench-secret@")
+                    options += ["sslEnabled=true", f"trustStorePath={tmp}/ca/ca.pem"]
+                else:
+                    proc, url = start_node(Path(tmp), sync=True)
                 if window:
-                    url += f"?confirmationWindowSize={window}"
+                    options.append(f"confirmationWindowSize={window}")
+                if options:
+                    url += "?" + "&".join(options)
                 try:
+                    router_before, journal_before = cpu_seconds(proc.pid)
                     result = asyncio.run(run(url, args.count, args.size, mode))
+                    router_after, journal_after = cpu_seconds(proc.pid)
+                    result["router_cpu_us_per_msg"] = round((router_after - router_before) / args.count * 1e6, 1)
+                    result["journal_cpu_us_per_msg"] = round((journal_after - journal_before) / args.count * 1e6, 1)
                     result["window"] = window or ClientOptions().confirmationWindowSize
+                    result["secure"] = args.secure
                     print(json.dumps(result), flush=True)
                     results.append(result)
                 finally:
                     proc.terminate()
                     proc.wait(30)
-    print(f"\n{'mode':<28} {'msg/s':>9} {'confirm p50':>12} {'confirm p99':>12}")
+    print(f"\n{'mode':<28} {'msg/s':>9} {'confirm p50':>12} {'confirm p99':>12} {'router CPU':>13} {'journal CPU':>13}")
     for r in results:
-        print(f"{r['mode']:<28} {r['msg_per_s']:>9,} {r['confirm_p50_ms']:>9.1f} ms {r['confirm_p99_ms']:>9.1f} ms")
+        print(f"{r['mode']:<28} {r['msg_per_s']:>9,} {r['confirm_p50_ms']:>9.1f} ms {r['confirm_p99_ms']:>9.1f} ms"
+              f" {r['router_cpu_us_per_msg']:>8.1f} us/msg {r['journal_cpu_us_per_msg']:>8.1f} us/msg")
 
 
 if __name__ == "__main__":

@@ -27,12 +27,14 @@ class Reason(str, enum.Enum):
     TRANSACTION_ROLLED_BACK = "TRANSACTION_ROLLED_BACK"
     NOT_TRANSACTED = "NOT_TRANSACTED"
     UNAUTHENTICATED = "UNAUTHENTICATED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
     MESSAGE_TOO_LARGE = "MESSAGE_TOO_LARGE"
     NOT_ACTIVE = "NOT_ACTIVE"
     FENCED = "FENCED"
     STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
     UNBLOCKED = "UNBLOCKED"
     CONNECTION_FAILED = "CONNECTION_FAILED"
+    SCALED_DOWN = "SCALED_DOWN"
     INTERNAL = "INTERNAL"
 
 
@@ -48,12 +50,14 @@ STATUS_FOR_REASON: dict[Reason, grpc.StatusCode] = {
     Reason.TRANSACTION_ROLLED_BACK: grpc.StatusCode.ABORTED,
     Reason.NOT_TRANSACTED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+    Reason.PERMISSION_DENIED: grpc.StatusCode.PERMISSION_DENIED,
     Reason.MESSAGE_TOO_LARGE: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.NOT_ACTIVE: grpc.StatusCode.UNAVAILABLE,
     Reason.FENCED: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.STORE_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
     Reason.UNBLOCKED: grpc.StatusCode.UNAVAILABLE,
     Reason.CONNECTION_FAILED: grpc.StatusCode.UNAVAILABLE,
+    Reason.SCALED_DOWN: grpc.StatusCode.UNAVAILABLE,
     Reason.INTERNAL: grpc.StatusCode.INTERNAL,
 }
 
@@ -103,12 +107,31 @@ class AuthenticationError(MeshMQError):
     reason = Reason.UNAUTHENTICATED
 
 
+class PermissionDeniedError(MeshMQError):
+    """The authenticated user lacks the security-settings permission for the address."""
+
+    reason = Reason.PERMISSION_DENIED
+
+
 class MessageTooLargeError(MeshMQError):
     reason = Reason.MESSAGE_TOO_LARGE
 
 
 class ConnectionFailedError(MeshMQError):
     reason = Reason.CONNECTION_FAILED
+
+
+class ScaledDownError(ConnectionFailedError):
+    """The node scaled down: its messages (and queues) are now on `target`
+    (host:port, node `target_node_id`); reconnect there."""
+
+    reason = Reason.SCALED_DOWN
+
+    def __init__(self, message: str, reason: Reason | str | None = None, *, target: str = "",
+                 target_node_id: str = "") -> None:
+        super().__init__(message, reason)
+        self.target = target
+        self.target_node_id = target_node_id
 
 
 class FencedError(MeshMQError):
@@ -130,6 +153,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         AddressFullError,
         TransactionRolledBackError,
         AuthenticationError,
+        PermissionDeniedError,
         MessageTooLargeError,
         ConnectionFailedError,
         FencedError,
@@ -159,6 +183,8 @@ def from_rpc_error(err: grpc.RpcError) -> MeshMQError:
         code = err.code() if hasattr(err, "code") else None
         if code == grpc.StatusCode.UNAUTHENTICATED:
             reason = Reason.UNAUTHENTICATED.value
+        elif code == grpc.StatusCode.PERMISSION_DENIED:
+            reason = Reason.PERMISSION_DENIED.value
         elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             reason = Reason.MESSAGE_TOO_LARGE.value
         elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 import grpc
 
-from meshmq.errors import Reason, from_rpc_error
+from meshmq.errors import AuthenticationError, Reason, from_rpc_error
 from meshmq.transport import open_channel
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
@@ -56,10 +56,15 @@ class JournalAPI(Protocol):
 
 
 class GrpcJournalClient:
-    """A journal in another process, reached over one pipelined Append stream."""
+    """A journal in another process, reached over one pipelined Append stream.
 
-    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None) -> None:
+    `metadata` goes with every call: the cluster credential
+    (meshmq/security/cluster_identity.py) when the service requires it."""
+
+    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None,
+                 metadata: Sequence[tuple[str, str]] = ()) -> None:
         self.description = f"journal service at {target}"
+        self._metadata = tuple(metadata)
         self._channel = open_channel(target, credentials=credentials)
         self._stub = jgrpc.JournalStub(self._channel)
         self._stream: grpc.aio.StreamStreamCall | None = None
@@ -69,22 +74,30 @@ class GrpcJournalClient:
         self._outbox: asyncio.Queue[jpb.AppendRequest] = asyncio.Queue()
 
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
-        return await self._stub.Open(req, wait_for_ready=True, timeout=30)
+        try:
+            return await self._stub.Open(req, metadata=self._metadata, wait_for_ready=True, timeout=30)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAUTHENTICATED:
+                raise
+            raise AuthenticationError(
+                f"the {self.description} refused this node: {exc.details()}; give the node the same "
+                "cluster-user and cluster-password as the journal service"
+            ) from None
 
     async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
         try:
-            return await self._stub.Activate(req, wait_for_ready=True, timeout=30)
+            return await self._stub.Activate(req, metadata=self._metadata, wait_for_ready=True, timeout=30)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc) from None
 
     async def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]:
-        async for page in self._stub.Load(req):
+        async for page in self._stub.Load(req, metadata=self._metadata):
             yield page
 
     def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
         fut: asyncio.Future[jpb.AppendResponse] = asyncio.get_running_loop().create_future()
         if self._stream is None:
-            self._stream = self._stub.Append()
+            self._stream = self._stub.Append(metadata=self._metadata)
             self._outbox = asyncio.Queue()
             self._reader = asyncio.create_task(self._read_responses(self._stream))
             self._sender = asyncio.create_task(self._send_requests(self._stream, self._outbox))
@@ -130,10 +143,10 @@ class GrpcJournalClient:
                 )
 
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
-        return [c async for c in self._stub.ReadLargeMessage(req)]
+        return [c async for c in self._stub.ReadLargeMessage(req, metadata=self._metadata)]
 
     async def read_page(self, req: jpb.ReadPageRequest) -> jpb.ReadPageResponse:
-        return await self._stub.ReadPage(req, timeout=60)
+        return await self._stub.ReadPage(req, metadata=self._metadata, timeout=60)
 
     async def close(self) -> None:
         if self._sender is not None:

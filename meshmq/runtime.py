@@ -15,6 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+class ScaleDownFailed(Exception):
+    """A node stopped with scale-down enabled could not hand its messages to
+    another node: they stay in its store (the CLI exits with status 4)."""
+
+
 class NodeHalted(RuntimeError):
     """A service stopped itself to protect its data (a router fenced by a newer
     owner of its store, or whose journal refused a write); exit code 3."""

@@ -1,6 +1,7 @@
 """How meshmq processes talk gRPC: frame limits, channel and server options,
-TLS credentials, listeners, the metadata keys and how servicers are
-served (undecodable requests refused cleanly), in one place.
+TLS credentials, listeners, the metadata keys, how servicers are
+served (undecodable requests refused cleanly) and the caller checks
+(`UserCheck`, `ClusterIdentityCheck`), in one place.
 
 Every channel (client SDK to router, router to journal, anyone to discovery)
 and every server (router acceptors, journal, discovery) is built from these,
@@ -9,10 +10,15 @@ so both ends of a link agree on frame sizes and keep-alives by construction.
 
 from __future__ import annotations
 
+import abc
+import asyncio
+import contextlib
+import hmac
 import inspect
 import logging
 import math
 import time
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import grpc
@@ -33,11 +39,26 @@ MAX_INTERNAL_FRAME = 256 * 2**20
 USERNAME_KEY = "x-meshmq-username"
 PASSWORD_KEY = "x-meshmq-password"
 
+# Call metadata by which one of a cluster's processes proves to another (the
+# journal, the discovery service) that it belongs to the cluster: the config's
+# cluster-user and cluster-password (meshmq/security/cluster_identity.py).
+CLUSTER_USER_KEY = "x-meshmq-cluster-user"
+CLUSTER_PASSWORD_KEY = "x-meshmq-cluster-password"
+
 _KEEPALIVE = [
     # A peer that vanished without closing (kill -9 of its host, a partition)
-    # is noticed within keepalive_time + keepalive_timeout.
+    # is noticed within keepalive_time + keepalive_timeout, idle or not: a
+    # consumer waiting for messages, a producer held by a BLOCK address.
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+# The server's side of the same: accept those pings on a stream that carries
+# no data (gRPC's default is one per 5 minutes; more is "too many pings" and
+# the connection is closed with GOAWAY, which cut idle sessions after ~30 s).
+_ACCEPT_KEEPALIVE = [
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),  # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS
 ]
 _RECONNECT = [
     # Reconnect soon after the peer comes back (gRPC's default backoff grows to 120 s).
@@ -52,6 +73,21 @@ def credentials_metadata(username: str, password: str) -> tuple[tuple[str, str],
     if not username:
         return ()
     return ((USERNAME_KEY, username), (PASSWORD_KEY, password))
+
+
+def cluster_credentials_metadata(user: str, password: str | None) -> tuple[tuple[str, str], ...]:
+    """The call metadata that proves cluster membership (empty without a password)."""
+    if password is None:
+        return ()
+    return ((CLUSTER_USER_KEY, user), (CLUSTER_PASSWORD_KEY, password))
+
+
+def has_cluster_credential(metadata: Mapping[str, str], user: str, password: str) -> bool:
+    """Whether call metadata carries this cluster credential; both parts are
+    compared in constant time, so timing tells a caller nothing about either."""
+    user_ok = hmac.compare_digest(str(metadata.get(CLUSTER_USER_KEY, "")).encode(), user.encode())
+    password_ok = hmac.compare_digest(str(metadata.get(CLUSTER_PASSWORD_KEY, "")).encode(), password.encode())
+    return user_ok & password_ok
 
 
 def channel_options(*, max_send: int = MAX_INTERNAL_FRAME, max_receive: int = MAX_INTERNAL_FRAME) -> list[tuple[str, int]]:
@@ -70,6 +106,7 @@ def server_options(*, max_receive: int = MAX_INTERNAL_FRAME, max_send: int = MAX
         ("grpc.max_send_message_length", max_send),
         ("grpc.max_receive_message_length", max_receive),
         *_KEEPALIVE,
+        *_ACCEPT_KEEPALIVE,
     ]
 
 
@@ -137,7 +174,7 @@ class _Undecodable:
         self.problem = problem
 
 
-class _RateLimitedLog:
+class RateLimitedLog:
     """One warning per `period_s` at most, saying how many were not logged:
     a client sending garbage must not be able to flood the log."""
 
@@ -157,7 +194,7 @@ class _RateLimitedLog:
         self._last, self._suppressed = now, 0
 
 
-_undecodable_log = _RateLimitedLog(logging.getLogger("meshmq.transport"))
+_undecodable_log = RateLimitedLog(logging.getLogger("meshmq.transport"))
 
 
 def _safe_deserializer(cls):
@@ -192,7 +229,9 @@ def _checked_stream(requests, bad: list[_Undecodable]):
 
 
 def _wrap(method: str, behaviour, client_streaming: bool, server_streaming: bool):
-    """`behaviour` with undecodable requests refused: INVALID_ARGUMENT, reason INVALID_REQUEST."""
+    """`behaviour` with undecodable requests refused: INVALID_ARGUMENT, reason
+    INVALID_REQUEST. (Callers are checked before this, by a CallerCheck
+    interceptor: a stranger learns nothing, not even that a request was malformed.)"""
     if not client_streaming and not server_streaming:
         async def unary(request, context):
             if isinstance(request, _Undecodable):
@@ -228,18 +267,22 @@ def _wrap(method: str, behaviour, client_streaming: bool, server_streaming: bool
     return client_stream
 
 
+# gRPC's handler factory for each (client_streaming, server_streaming).
+_HANDLER_FACTORIES = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
 def add_servicer(server: grpc.aio.Server, servicer, service: ServiceDescriptor) -> None:
     """Serve `servicer`'s methods for `service` (a protobuf service descriptor),
     like the generated `add_*Servicer_to_server`, except that a request that
     cannot be decoded is refused with INVALID_ARGUMENT and reason
     INVALID_REQUEST and one rate-limited log line, instead of gRPC's UNKNOWN
     with a traceback per call."""
-    factories = {
-        (False, False): grpc.unary_unary_rpc_method_handler,
-        (False, True): grpc.unary_stream_rpc_method_handler,
-        (True, False): grpc.stream_unary_rpc_method_handler,
-        (True, True): grpc.stream_stream_rpc_method_handler,
-    }
+    factories = _HANDLER_FACTORIES
     handlers = {}
     for m in service.methods:
         request_cls = message_factory.GetMessageClass(m.input_type)
@@ -251,3 +294,122 @@ def add_servicer(server: grpc.aio.Server, servicer, service: ServiceDescriptor) 
             response_serializer=response_cls.SerializeToString,
         )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+
+
+# --------------------------------------------------------------------------- caller identity
+
+
+_refusal_log = RateLimitedLog(logging.getLogger("meshmq.transport"))
+# How long a refusal on a request stream waits for the first message (see _refusing).
+REFUSAL_READ_WAIT_S = 1.0
+
+
+class CallerCheck(grpc.aio.ServerInterceptor, abc.ABC):
+    """Refuses every call whose caller `admits` rejects, with UNAUTHENTICATED
+    (reason UNAUTHENTICATED) and one rate-limited log line, before the method
+    runs: the request is not even decoded, so a stranger learns nothing (not
+    even that its bytes were malformed). Subclasses say who is admitted and
+    what a refused caller lacks. Install with ``grpc.aio.server(interceptors=[check])``.
+    """
+
+    service = "this service"
+    # Whether `admits` may check a user's password: ~70 ms of scrypt (which
+    # releases the GIL), so it runs in a thread — a client trying wrong
+    # passwords must not stall the event loop for everyone else. A cluster
+    # credential alone is one constant-time compare, done in place.
+    checks_passwords = True
+
+    @abc.abstractmethod
+    def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
+        """Whether the caller of `method` may go on."""
+
+    @abc.abstractmethod
+    def needs(self, method: str) -> str:
+        """What a refused caller of `method` lacks, for the refusal's message."""
+
+    async def intercept_service(self, continuation, handler_call_details: grpc.HandlerCallDetails):
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        if handler is None:
+            return handler
+        if self.checks_passwords:
+            admitted = await asyncio.to_thread(self.admits, method, metadata)
+        else:
+            admitted = self.admits(method, metadata)
+        if admitted:
+            return handler
+        return _refusing(handler, method, f"{self.service} requires {self.needs(method)}")
+
+
+class UserCheck(CallerCheck):
+    """A router with security enabled: every call carries a configured user's
+    username and password (`identify(metadata)` names the user, or None)."""
+
+    def __init__(self, identify: Callable[[Mapping[str, str]], str | None], *, service: str,
+                 own_check: Collection[str] = ()) -> None:
+        self._identify = identify
+        self.service = service
+        # Methods that check their caller themselves (the cluster link takes the cluster credential).
+        self._own_check = frozenset(own_check)
+
+    def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
+        return method in self._own_check or self._identify(metadata) is not None
+
+    def needs(self, method: str) -> str:
+        return "a valid username and password"
+
+
+class ClusterIdentityCheck(CallerCheck):
+    """The journal's and the discovery service's check: the cluster credential.
+
+    `readers` admits other callers on `read_methods` (full gRPC method paths,
+    ``/meshmq.v1.Discovery/List``): the discovery service lets a configured
+    user list and watch the nodes. Install it on any service's server with
+    ``grpc.aio.server(interceptors=[check])``.
+    """
+
+    def __init__(self, user: str, password: str, *, service: str,
+                 readers: Callable[[Mapping[str, str]], bool] | None = None,
+                 read_methods: Collection[str] = ()) -> None:
+        self._user = user
+        self._password = password
+        self.service = service
+        self._readers = readers
+        self.checks_passwords = readers is not None
+        self._read_methods = frozenset(read_methods)
+
+    def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
+        if has_cluster_credential(metadata, self._user, self._password):
+            return True
+        return self._readers is not None and method in self._read_methods and self._readers(metadata)
+
+    def needs(self, method: str) -> str:
+        needs = "the cluster credential (cluster-user / cluster-password)"
+        if self._readers is not None and method in self._read_methods:
+            needs += " or a user's username and password"
+        return needs
+
+
+def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc.RpcMethodHandler:
+    """A handler of the same kind as `handler` that refuses the call unread.
+
+    On a request stream it first waits (briefly) for the caller's first
+    message to arrive, bytes unparsed: grpcio's asyncio client reports a
+    status that lands before its own first write completes as ``INTERNAL:
+    Internal error from Core`` instead of ours (grpc/grpc#36066), and a
+    refused caller must see ``UNAUTHENTICATED`` with the reason.
+    """
+
+    async def refuse(request, context: grpc.aio.ServicerContext) -> None:
+        from meshmq.errors import BrokerError, Reason, abort_with
+
+        _refusal_log.warning("refused %s from %s: %s", method, context.peer(), message)
+        if handler.request_streaming:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(anext(aiter(request), None), REFUSAL_READ_WAIT_S)
+        await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{method}: {message}"))
+
+    factory = _HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]
+    # No request deserializer: bytes from a stranger are not parsed.
+    return factory(refuse, request_deserializer=None, response_serializer=handler.response_serializer)

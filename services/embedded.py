@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import GrpcJournalClient, JournalAPI
+from meshmq.security.cluster_identity import cluster_metadata
 from meshmq.service_registry import Service
 from meshmq.transport import channel_credentials
 
@@ -22,7 +23,7 @@ def journal_for(config: BrokerConfig) -> JournalAPI:
     j = config.journal
     if j.address:
         creds = channel_credentials(j.trust_path, j.cert_path, j.key_path) if j.ssl_enabled else None
-        return GrpcJournalClient(j.address, credentials=creds)
+        return GrpcJournalClient(j.address, credentials=creds, metadata=cluster_metadata(config))
     from services.journal.service import open_core
 
     return open_core(config)

@@ -91,6 +91,10 @@ def up(spec_file, run_dir, free_ports, timeout) -> None:
         sys.exit(130)
     _print_status(_run(lc.status()))
     _say(f"cluster {state.cluster_name} is up in {state.timings['ready']:.1f} s; clients: {state.url}")
+    if lc.spec.node_defaults.get("security-enabled") and state.nodes:
+        options = f"?{state.client_options}" if state.client_options else ""
+        _say(f"security is enabled: clients log in as a user of node-defaults.users, "
+             f"e.g. meshmq://USER:PASSWORD@{state.nodes[0].endpoint}{options}")
     flags = f"--run-dir {lc.run_dir}"
     _say(f"stop it with: meshmq cluster down {flags}")
 

@@ -42,7 +42,7 @@ def _run(coro):
 
 def _serve(config, name: str, ready_file: str | None, quiet: bool) -> None:
     """Run one installed service (meshmq/service_registry.py) until a signal."""
-    from meshmq.runtime import NodeHalted, setup_logging
+    from meshmq.runtime import NodeHalted, ScaleDownFailed, setup_logging
     from meshmq.service_registry import UnknownServiceError, service
 
     try:
@@ -62,6 +62,9 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool) -> None:
     except NodeHalted as exc:
         click.secho(f"error: node halted: {exc}", fg="red", err=True)
         sys.exit(3)
+    except ScaleDownFailed as exc:
+        click.secho(f"error: scale-down failed: {exc}", fg="red", err=True)
+        sys.exit(4)
     except (RuntimeError, OSError) as exc:  # start-up failures (a store that cannot open, a port taken): say what
         _fail(str(exc))
 
@@ -347,11 +350,15 @@ def queue_purge(name, url) -> None:
 
 from meshmq.cli.analytics import analytics  # noqa: E402  (registers the command groups)
 from meshmq.cli.cluster import cluster  # noqa: E402
+from meshmq.cli import cluster_state  # noqa: E402,F401  (adds `meshmq cluster bindings`)
 from meshmq.cli.perf import perf  # noqa: E402
+from meshmq.cli.security import certs, user  # noqa: E402
 
 main.add_command(perf)
 main.add_command(analytics)
 main.add_command(cluster)
+main.add_command(user)
+main.add_command(certs)
 
 if __name__ == "__main__":
     main()

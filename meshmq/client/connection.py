@@ -16,12 +16,17 @@ from meshmq.v1 import messages_pb2 as mpb
 
 from .loadbalance import LoadBalancingPolicy, policy_from_name
 from .session import Session
+from .trust import may_receive_credentials, session_candidates, topology_is_verified
 from .uri import ParsedURI, Server, parse_uri
 
 log = logging.getLogger("meshmq.client")
 
 _ROUTING = {"anycast": mpb.ANYCAST, "multicast": mpb.MULTICAST}
-_OPTIONS = channel_options(max_send=MAX_CLIENT_FRAME)
+# Either of these would make gRPC check a server's certificate against another
+# name than the host the node was announced with, and a node learned from the
+# topology must prove that name (trust.py): never set them on a client channel.
+_NAME_OVERRIDES = ("grpc.ssl_target_name_override", "grpc.default_authority")
+_OPTIONS = [o for o in channel_options(max_send=MAX_CLIENT_FRAME) if o[0] not in _NAME_OVERRIDES]
 
 
 def _server(connector: str) -> Server:
@@ -30,14 +35,13 @@ def _server(connector: str) -> Server:
 
 
 class _Node:
-    """A channel to one router and the stubs on it."""
+    """A channel to one router and the stubs on it: TLS whenever the connection
+    has TLS credentials (URI hosts and topology nodes alike), verified for the
+    server's own host name."""
 
-    def __init__(self, server: Server, options) -> None:
+    def __init__(self, server: Server, tls: grpc.ChannelCredentials | None) -> None:
         self.server = server
-        creds = None
-        if options.sslEnabled:
-            creds = channel_credentials(options.trustStorePath or None, options.keyStorePath or None, options.keyPath or None)
-        self.channel = open_channel(server.target, credentials=creds, options=_OPTIONS)
+        self.channel = open_channel(server.target, credentials=tls, options=_OPTIONS)
         self.broker = bgrpc.BrokerStub(self.channel)
         self.management = mggrpc.ManagementStub(self.channel)
 
@@ -49,7 +53,10 @@ class Connection:
     rounds, with the retry backoff). Each new session then goes to the node the
     load-balancing policy picks: over the cluster topology the connected node
     reports (it pushes every change), or over the URI's list when
-    useTopologyForLoadBalancing=false.
+    useTopologyForLoadBalancing=false. `topology` is what the cluster reported;
+    sessions go only to the part of it that may receive this client's
+    credentials (trust.py: all of it with TLS or without a username, else the
+    URI's own hosts).
     """
 
     def __init__(self, parsed: ParsedURI) -> None:
@@ -57,6 +64,15 @@ class Connection:
         opts = parsed.options
         self.policy: LoadBalancingPolicy = policy_from_name(opts.connectionLoadBalancingPolicyClassName)
         self._metadata = credentials_metadata(opts.username, opts.password)
+        self._tls = (
+            channel_credentials(opts.trustStorePath or None, opts.keyStorePath or None, opts.keyPath or None)
+            if opts.sslEnabled
+            else None
+        )
+        # Whether topology nodes may get the password at all (trust.py); warned once when they are left out.
+        self._topology_verified = topology_is_verified(opts)
+        self._warned_unverified = False
+        self._warned_unreachable: set[str] = set()
         self._nodes: dict[str, _Node] = {}
         self._sessions: list[Session] = []
         self.topology: list[Server] = []
@@ -68,7 +84,7 @@ class Connection:
     def _node(self, server: Server) -> _Node:
         node = self._nodes.get(server.target)
         if node is None:
-            node = self._nodes[server.target] = _Node(server, self.uri.options)
+            node = self._nodes[server.target] = _Node(server, self._tls)
         return node
 
     async def _discover(self) -> tuple[Server, ...]:
@@ -136,33 +152,85 @@ class Connection:
             try:
                 async for snapshot in node.management.WatchTopology(mgpb.WatchTopologyRequest(), metadata=self._metadata):
                     self.topology = [_server(m.connector) for m in snapshot.members]
+                    self._warn_if_unverified()
                     self._topology_changed.set()
                     delay = opts.retryInterval / 1000
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.CANCELLED:
                     return
                 log.info("topology updates from %s stopped: %s", node.server.target, exc.code().name)
-            others = [s for s in self.topology if s.target != node.server.target] or list(self.uri.servers)
+            # The watch carries the credentials too: it moves only to a node that may have them.
+            others = [
+                s for s in self.topology
+                if s.target != node.server.target
+                and may_receive_credentials(s, self.uri.servers, verified=self._topology_verified)
+            ] or list(self.uri.servers)
             if not others:
                 return
             await asyncio.sleep(delay)
             delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
             node = self._node(others[0])
 
+    def _candidates(self):
+        return session_candidates(
+            self.topology,
+            self.uri.servers,
+            use_topology=self.uri.options.useTopologyForLoadBalancing,
+            verified=self._topology_verified,
+        )
+
     def candidates(self) -> list[Server]:
         """The servers the next session may go to."""
-        if (self.uri.options.useTopologyForLoadBalancing or not self.uri.servers) and self.topology:
-            return self.topology
-        return list(self.uri.servers)
+        return list(self._candidates().servers)
+
+    def _warn_if_unverified(self) -> None:
+        withheld = self._candidates().withheld
+        if withheld and not self._warned_unverified:
+            self._warned_unverified = True
+            log.warning(
+                "topology-based load balancing is unauthenticated without TLS: the cluster reported %s, which "
+                "nothing proves to be a cluster member, so sessions (and the password of user %r) go only to the "
+                "hosts named in the URI (%s). To balance over the whole cluster, connect with sslEnabled=true and "
+                "a trustStorePath holding the cluster's CA (each node then proves its announced host name), "
+                "or list every node in the URI",
+                ", ".join(s.target for s in withheld),
+                self.uri.options.username,
+                ", ".join(s.target for s in self.uri.servers),
+            )
 
     async def session(self, *, transacted: bool = False) -> Session:
-        """A new session on the node the load-balancing policy picks."""
+        """A new session on the node the load-balancing policy picks.
+
+        If that node cannot be reached (down, or it failed the TLS handshake),
+        the next candidates are tried in order, each once, as Artemis's
+        ServerLocator does; other errors (e.g. a refused login) are raised at once.
+        """
         servers = self.candidates()
-        server = servers[self.policy.select(len(servers))]
-        s = Session(self._node(server).broker, self._metadata, self.uri.options, transacted)
-        await s._open()
-        self._sessions.append(s)
-        return s
+        if not servers:
+            raise ConnectionFailedError("no meshmq node to open a session on")
+        first = self.policy.select(len(servers))
+        errors = []
+        for i in range(len(servers)):
+            server = servers[(first + i) % len(servers)]
+            s = Session(self._node(server).broker, self._metadata, self.uri.options, transacted)
+            try:
+                await s._open()
+            except ConnectionFailedError as exc:
+                await s.close()
+                # Once per node at WARNING: a node that keeps failing (e.g. its certificate is not
+                # from the trusted CA) would otherwise log at every other session.
+                level = logging.INFO if server.target in self._warned_unreachable else logging.WARNING
+                self._warned_unreachable.add(server.target)
+                more = ", trying the next node" if i + 1 < len(servers) else ""
+                log.log(level, "cannot open a session on %s%s: %s", server.target, more, exc)
+                errors.append(f"{server.target}: {exc}")
+                continue
+            except Exception:
+                await s.close()
+                raise
+            self._sessions.append(s)
+            return s
+        raise ConnectionFailedError(f"cannot open a session on any node ({'; '.join(errors)})")
 
     async def wait_for_topology(self, size: int, timeout: float = 10.0) -> list[Server]:
         """Wait until the pushed topology has `size` members (tests and tools)."""
@@ -227,6 +295,10 @@ class Admin:
 
     async def list_queues(self, address: str = "") -> list[mgpb.QueueInfo]:
         return list((await self._call(self._stub.ListQueues, mgpb.ListQueuesRequest(address=address))).queues)
+
+    async def cluster_state(self) -> mgpb.ClusterState:
+        """This node's cluster bridges and the remote bindings it knows."""
+        return await self._call(self._stub.GetClusterState, mgpb.GetClusterStateRequest())
 
     async def queue(self, name: str) -> mgpb.QueueInfo | None:
         return next((q for q in await self.list_queues() if q.name == name), None)

@@ -25,13 +25,20 @@ _FRAME_MARGIN = 64 * 1024  # room for headers and properties within one frame
 _ROUTING = {None: 0, "anycast": ANYCAST, "multicast": MULTICAST, ANYCAST: ANYCAST, MULTICAST: MULTICAST}
 
 
+def _window(size: int) -> float:
+    return size if size > 0 else math.inf
+
+
 class Producer:
     def __init__(self, session: Session, producer_id: int, address: str, options: ClientOptions) -> None:
         self._session = session
         self.id = producer_id
         self.address = address
-        # -1 (Artemis's value for "no window"): sends never wait for confirms.
-        self._window = options.confirmationWindowSize if options.confirmationWindowSize > 0 else math.inf
+        # Sends wait while unconfirmed bytes reach the smaller window: confirmations
+        # (what is in flight) and producer credits (what the router will take
+        # while an address blocks). -1 (Artemis's value for "no window"): no limit.
+        self._window = min(_window(options.confirmationWindowSize), _window(options.producerWindowSize))
+        self.window_size = options.producerWindowSize  # told to the router at create
         self._large_at = options.minLargeMessageSize
         self._max_batch = options.producerMaxBatch
         self._batch_bytes = max(1, min(self._window // 4, MAX_CLIENT_FRAME // 4))

@@ -15,7 +15,9 @@ from collections.abc import Callable
 
 import grpc
 
-from meshmq.errors import ConnectionFailedError, InvalidRequestError, MeshMQError, error_for, from_rpc_error
+from meshmq.errors import (
+    ConnectionFailedError, InvalidRequestError, MeshMQError, ScaledDownError, error_for, from_rpc_error,
+)
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 
@@ -50,7 +52,13 @@ class Session:
     async def _open(self) -> None:
         self._call = self._stub.Session(metadata=self._metadata)
         opened = self._expect("opened", 0)
-        await self._call.write(bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted)))
+        try:
+            await self._call.write(
+                bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted))
+            )
+        except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
+            self._calls.clear()
+            raise from_rpc_error(exc) from None
         self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._write())]
         resp = await self._wait(opened)
         self.node_id, self.session_id = resp.node_id, resp.session_id
@@ -115,6 +123,12 @@ class Session:
 
     def _dispatch(self, resp: bpb.SessionResponse) -> None:
         kind = resp.WhichOneof("kind")
+        if kind == "redirect":
+            r = resp.redirect
+            self._fail(ScaledDownError(f"the node scaled down ({r.reason}); its messages are on node {r.node_id} "
+                                       f"at {r.connector}: reconnect there", target=r.connector,
+                                       target_node_id=r.node_id))
+            return
         if kind == "deliveries":
             c = self._consumers.get(resp.deliveries.consumer_id)
             if c is not None:
@@ -201,7 +215,9 @@ class Session:
         fut = self._expect("producer_created", pid)
         p = Producer(self, pid, address, self.options)
         self._producers[pid] = p
-        self.write(bpb.SessionRequest(create_producer=bpb.CreateProducer(producer_id=pid, address=address)))
+        self.write(bpb.SessionRequest(
+            create_producer=bpb.CreateProducer(producer_id=pid, address=address, window_size=p.window_size)
+        ))
         await self._wait(fut)
         return p
 

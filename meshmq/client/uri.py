@@ -7,6 +7,7 @@
   `meshmq+etcd://127.0.0.1:2379[,h2:2379]/cluster-name?initialWaitTimeout=10000&refreshTimeout=10000`
 * the ActiveMQ form, where options the discovery layer does not know apply to
   the discovered transports: `discovery://(etcd://127.0.0.1:2379/cluster-name?refreshTimeout=10000)?consumerWindowSize=0`
+  (with a username, a discovery URI needs sslEnabled=true: see trust.py)
 
 Option names follow Artemis's connector URI parameters where one exists
 (consumerWindowSize, confirmationWindowSize, minLargeMessageSize,
@@ -16,6 +17,8 @@ error naming it, never silently ignored.
 """
 
 from __future__ import annotations
+
+import re
 
 from dataclasses import dataclass, field, fields, replace
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -38,6 +41,10 @@ class ClientOptions:
     # only queues more behind it: on the reference machine 1 MiB gave the same durable
     # msg/s at twice the confirm latency (docs/performance.md).
     confirmationWindowSize: int = 512 * 1024
+    # Bytes a producer may send before the router grants more (Artemis's producer credits): what
+    # an address with address-full-policy BLOCK holds back while it is full; -1 = no limit. A
+    # producer waits while unconfirmed bytes reach the smaller of this and confirmationWindowSize.
+    producerWindowSize: int = 1024 * 1024
     # Bodies larger than this travel as a large message, in chunks of this size.
     minLargeMessageSize: int = 100 * 1024
     # Most messages a producer puts in one SendBatch frame.
@@ -55,6 +62,10 @@ class ClientOptions:
     # Which node each new session goes to (client-side load balancing).
     connectionLoadBalancingPolicyClassName: str = "RoundRobin"
     # true: balance over the cluster topology the connected node reports; false: over the URI's list only.
+    # The topology is learned from announcements, so it is trusted with the password only when verified
+    # (client/trust.py, docs/discovery.md "Clients and an untrusted topology"): with sslEnabled, a node is
+    # used only over TLS checked against the trusted CA for its announced host name; without TLS and with
+    # a username, sessions go only to the URI's own hosts (one warning per connection says so).
     useTopologyForLoadBalancing: bool = True
     # Attempts to reach a server at first contact, and the backoff between them (ms).
     initialConnectAttempts: int = 1
@@ -147,6 +158,10 @@ def parse_options(query: str, base: ClientOptions | None = None) -> ClientOption
         raise InvalidRequestError(
             "URI option confirmationWindowSize must be -1 (no limit on unconfirmed bytes) or a positive number of bytes"
         )
+    if opts.producerWindowSize == 0 or opts.producerWindowSize < -1:
+        raise InvalidRequestError(
+            "URI option producerWindowSize must be -1 (no limit) or a positive number of bytes"
+        )
     if opts.consumerWindowSize < -1:
         raise InvalidRequestError(
             "URI option consumerWindowSize must be -1 (no limit), 0 (no buffering: a message is sent when "
@@ -227,13 +242,45 @@ def _parse_discovery(text_: str, whole: str) -> ParsedURI:
     return ParsedURI((), parse_options(rest[1:]), found)
 
 
+def _check_discovery_credentials(parsed: ParsedURI) -> ParsedURI:
+    """A discovery URI names no node the user vouches for: every node comes from
+    announcements. Without TLS none of them can be verified, so none may get the password."""
+    from .trust import topology_is_verified
+
+    if not topology_is_verified(parsed.options):
+        raise InvalidRequestError(
+            "a discovery URI with a username needs sslEnabled=true: without TLS nothing verifies the nodes "
+            "found in etcd (anyone who can write there can announce one), so none may receive the password. "
+            "Add sslEnabled=true with a trustStorePath holding the cluster's CA, or name the nodes yourself: "
+            "(meshmq://user:password@h1:61616,meshmq://h2:61616)"
+        )
+    return parsed
+
+
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@\s'\"]*:)[^@\s'\"]*@")
+_PASSWORD_OPTION = re.compile(r"(password=)[^&\s'\"]*", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """`text` with every password in a URI it quotes replaced by ***."""
+    return _PASSWORD_OPTION.sub(r"\1***", _USERINFO_PASSWORD.sub(r"\1***@", text))
+
+
 def parse_uri(uri: str) -> ParsedURI:
-    """Parse a meshmq URI (one server, a bracketed list, or discovery); InvalidRequestError says what is wrong."""
+    """Parse a meshmq URI (one server, a bracketed list, or discovery); InvalidRequestError
+    says what is wrong, quoting the URI with its password masked (errors end up in logs)."""
+    try:
+        return _parse_uri(uri)
+    except InvalidRequestError as exc:
+        raise InvalidRequestError(redact(str(exc))) from None
+
+
+def _parse_uri(uri: str) -> ParsedURI:
     if not isinstance(uri, str) or not uri.strip():
         raise InvalidRequestError("empty connection URI; expected meshmq://host:port")
     text_ = uri.strip()
     if text_.startswith(("meshmq+etcd://", "discovery://")):
-        return _parse_discovery(text_, uri)
+        return _check_discovery_credentials(_parse_discovery(text_, uri))
     if text_.startswith("("):
         close = text_.find(")")
         if close < 0:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from meshmq.config import defaults
@@ -179,18 +179,22 @@ class AddressSettingsResolver:
         self._exact = {p: s for p, s in settings.items() if not has_wildcards(p)}
         self._wildcards = [(p, _compile(p), settings[p]) for p in most_specific_first(settings) if has_wildcards(p)]
         self._id_cache_size = id_cache_size
-        self._resolve_cached = functools.lru_cache(maxsize=cache_size)(self._resolve)
+        self._policies = frozenset(s.address_full_policy for s in settings.values() if s.address_full_policy)
+        # `resolve(address)`: the settings for one address. The cached function
+        # itself, not a method around it: the router calls it for every message.
+        self.resolve: Callable[[str], ResolvedAddressSettings] = functools.lru_cache(maxsize=cache_size)(self._resolve)
 
     @classmethod
     def from_config(cls, config: BrokerConfig, *, cache_size: int = 10_000) -> AddressSettingsResolver:
         return cls(config.address_settings, id_cache_size=config.id_cache_size, cache_size=cache_size)
 
+    def uses_policy(self, policy: str) -> bool:
+        """Whether any address can have this address-full-policy (the default counts)."""
+        return policy in self._policies or policy == defaults.ADDRESS_FULL_POLICY
+
     def matching(self, address: str) -> tuple[str, ...]:
         """The keys that match ``address``, most specific first."""
-        return self._resolve_cached(address).matched
-
-    def resolve(self, address: str) -> ResolvedAddressSettings:
-        return self._resolve_cached(address)
+        return self.resolve(address).matched
 
     def _resolve(self, address: str) -> ResolvedAddressSettings:
         chain: list[tuple[str, Any]] = []

@@ -21,10 +21,23 @@ DATA_DIRECTORY: Final = "./data"
 ID_CACHE_SIZE: Final = 20000
 # persist-id-cache: duplicate ids are journaled so detection survives a restart.
 PERSIST_ID_CACHE: Final = True
+# id-cache-max-bytes (meshmq's own): what one address's duplicate-id cache may hold, in bytes (an
+# estimate: each id's characters plus 120). Past it, the cache forgets its oldest ids, so its window
+# is shorter than id-cache-size; -1 = no limit. 4 MiB holds 20,000 UUID-sized ids.
+ID_CACHE_MAX_BYTES: Final = 4 * 1024 * 1024
 # message-expiry-scan-period: how often queues are scanned for expired messages; -1 = never.
 MESSAGE_EXPIRY_SCAN_PERIOD: Final = 30000
 # security-enabled: require username/password (meshmq: off by default; Artemis: on).
 SECURITY_ENABLED: Final = False
+# cluster-user: the name a node's services present to each other (Artemis: ACTIVEMQ.CLUSTER.ADMIN.USER).
+CLUSTER_USER: Final = "meshmq.cluster"
+# cluster-password: None = the journal and discovery services accept any caller; required with
+# security-enabled when a node uses or runs a separate journal or discovery service (Artemis ships
+# "CHANGE ME!!" and warns about it; meshmq ships none).
+CLUSTER_PASSWORD: Final = None
+# Cluster passwords printed in examples (Artemis's default, meshmq's docs): a service configured with one
+# logs a warning at every start. tests/unit/test_cluster_identity.py checks the docs against this list.
+EXAMPLE_CLUSTER_PASSWORDS: Final = frozenset({"CHANGE ME!!", "change-me-cluster-secret"})
 
 # --- acceptors (the router's gRPC server) ----------------------------------
 
@@ -121,13 +134,15 @@ MAX_SIZE_BYTES: Final = -1
 MAX_SIZE_MESSAGES: Final = -1
 # page-size-bytes: how much of a queue's paged messages is read back at a time.
 PAGE_SIZE_BYTES: Final = 10 * 1024 * 1024
-# address-full-policy: PAGE (store, read back in order as the queue drains), FAIL (refuse the send with
-# ADDRESS_FULL) or DROP (drop and count). BLOCK (producer flow credits) is not built yet and is refused.
+# address-full-policy: PAGE (store, read back in order as the queue drains), BLOCK (hold producers' sends
+# until the address has room), FAIL (refuse the send with ADDRESS_FULL) or DROP (drop and count).
 ADDRESS_FULL_POLICY: Final = "PAGE"
 
 # global-max-size: bytes of messages the whole node holds in memory before every address pages
 # (or applies its address-full-policy); -1 = half of the machine's memory, as Artemis takes half the JVM heap.
 GLOBAL_MAX_SIZE: Final = -1
+# producerWindowSize (Artemis's default): bytes a producer may send before the router grants more.
+PRODUCER_WINDOW_SIZE: Final = 1024 * 1024
 
 # --- development template (`meshmq up`, like `artemis create`) -------------
 
@@ -135,3 +150,45 @@ GLOBAL_MAX_SIZE: Final = -1
 DEV_DEAD_LETTER_ADDRESS: Final = "DLQ"
 # Expiry address and queue of the dev template.
 DEV_EXPIRY_ADDRESS: Final = "ExpiryQueue"
+
+
+# --- cluster-connections (Artemis ClusterConnectionConfiguration defaults) ---
+
+# address: the addresses a cluster connection balances (prefix match; "" = all).
+CC_ADDRESS: Final = ""
+# check-period: how often a link checks that the other node still answers (ms).
+CC_CHECK_PERIOD: Final = 30000
+# connection-ttl: how long a link lives with nothing heard from the other node (ms).
+CC_CONNECTION_TTL: Final = 60000
+# min-large-message-size: bigger messages cross a link in chunks (bytes).
+CC_MIN_LARGE_MESSAGE_SIZE: Final = 102400
+# call-timeout: how long a link waits for an answer (hello, confirm) before it resets (ms).
+CC_CALL_TIMEOUT: Final = 30000
+# retry-interval: wait before reconnecting a link (ms).
+CC_RETRY_INTERVAL: Final = 500
+# retry-interval-multiplier: each further retry waits this many times longer.
+CC_RETRY_INTERVAL_MULTIPLIER: Final = 1.0
+# max-retry-interval: the longest wait between retries (ms).
+CC_MAX_RETRY_INTERVAL: Final = 2000
+# initial-connect-attempts: tries before a node never reached is considered down; -1 = forever.
+CC_INITIAL_CONNECT_ATTEMPTS: Final = -1
+# reconnect-attempts: tries after a link broke before its node is considered down; -1 = forever.
+CC_RECONNECT_ATTEMPTS: Final = -1
+# use-duplicate-detection: each forwarded message carries a duplicate id the target checks.
+CC_USE_DUPLICATE_DETECTION: Final = True
+# message-load-balancing: OFF, STRICT, ON_DEMAND or OFF_WITH_REDISTRIBUTION.
+CC_MESSAGE_LOAD_BALANCING: Final = "ON_DEMAND"
+# max-hops: how far away (in links) a queue may be for messages to be balanced to it.
+CC_MAX_HOPS: Final = 1
+# confirmation-window-size: bytes forwarded and not yet confirmed, per link; -1 = no window.
+CC_CONFIRMATION_WINDOW_SIZE: Final = 1048576
+# producer-window-size: producer flow control on a link; -1 = off (Artemis's default for bridges).
+CC_PRODUCER_WINDOW_SIZE: Final = -1
+# call-failover-timeout: call-timeout during a failover; -1 = no timeout.
+CC_CALL_FAILOVER_TIMEOUT: Final = -1
+# notification-interval: how often a joining node announces itself (ms).
+CC_NOTIFICATION_INTERVAL: Final = 1000
+# notification-attempts: how many times a joining node announces itself.
+CC_NOTIFICATION_ATTEMPTS: Final = 2
+# allow-direct-connections-only: link only to the static-connectors, never to nodes learned from them.
+CC_ALLOW_DIRECT_CONNECTIONS_ONLY: Final = False

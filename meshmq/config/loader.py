@@ -175,12 +175,18 @@ def _unwrap(tp: Any) -> Any:
 
 def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False) -> str:
     """The whole configuration in force, defaults included, as YAML with the
-    broker.xml key names. Passwords (users, journal URL) are masked unless
+    broker.xml key names. Passwords (users, cluster-password, etcd, journal URL) are masked unless
     ``show_secrets``; with it, the text loads back to an equal config."""
     data = config.model_dump(mode="json", by_alias=True)
     if not show_secrets:
         for user in data["users"]:
             user["password"] = _SECRET_MASK
+        if data["cluster-password"] is not None:
+            data["cluster-password"] = _SECRET_MASK
+        for group in (data.get("discovery-groups") or {}).values():
+            etcd = group.get("etcd") or {}
+            if etcd.get("password") is not None:
+                etcd["password"] = _SECRET_MASK
         if data["journal"]["url"] is not None:
             from sqlalchemy.engine import make_url
 
@@ -249,4 +255,45 @@ address-settings:
     auto-delete-addresses: {b(defaults.AUTO_DELETE_ADDRESSES)}
     default-address-routing-type: {b(defaults.DEFAULT_ADDRESS_ROUTING_TYPE)}
     default-queue-routing-type: {b(defaults.DEFAULT_QUEUE_ROUTING_TYPE)}
+{CLUSTER_CONNECTION_EXAMPLE}"""
+
+
+def _cluster_connection_example() -> str:
+    """The cluster-connections section of the starter config, commented out
+    (a single node has none), every parameter at its default (docs/clustering.md)."""
+    b = _scalar
+    d = defaults
+    lines = f"""# Cluster connections (docs/clustering.md): uncomment to link this node to others.
+connectors:
+  other-node: 127.0.0.1:61617
+cluster-connections:
+  my-cluster:
+    address: {b(d.CC_ADDRESS)}                       # prefixes, comma-separated, !excluded; "" = all
+    connector-ref: null                # null = the first acceptor
+    check-period: {b(d.CC_CHECK_PERIOD)}
+    connection-ttl: {b(d.CC_CONNECTION_TTL)}
+    min-large-message-size: {b(d.CC_MIN_LARGE_MESSAGE_SIZE)}
+    call-timeout: {b(d.CC_CALL_TIMEOUT)}
+    retry-interval: {b(d.CC_RETRY_INTERVAL)}
+    retry-interval-multiplier: {b(d.CC_RETRY_INTERVAL_MULTIPLIER)}
+    max-retry-interval: {b(d.CC_MAX_RETRY_INTERVAL)}
+    initial-connect-attempts: {b(d.CC_INITIAL_CONNECT_ATTEMPTS)}
+    reconnect-attempts: {b(d.CC_RECONNECT_ATTEMPTS)}
+    use-duplicate-detection: {b(d.CC_USE_DUPLICATE_DETECTION)}
+    message-load-balancing: {b(d.CC_MESSAGE_LOAD_BALANCING)}   # OFF, STRICT, ON_DEMAND, OFF_WITH_REDISTRIBUTION
+    max-hops: {b(d.CC_MAX_HOPS)}
+    confirmation-window-size: {b(d.CC_CONFIRMATION_WINDOW_SIZE)}
+    producer-window-size: {b(d.CC_PRODUCER_WINDOW_SIZE)}
+    call-failover-timeout: {b(d.CC_CALL_FAILOVER_TIMEOUT)}
+    notification-interval: {b(d.CC_NOTIFICATION_INTERVAL)}
+    notification-attempts: {b(d.CC_NOTIFICATION_ATTEMPTS)}
+    discovery-group-ref: null          # a discovery group's name, and/or:
+    static-connectors: [other-node]
+    allow-direct-connections-only: {b(d.CC_ALLOW_DIRECT_CONNECTIONS_ONLY)}
+    client-id: null
 """
+    return "\n" + "".join(f"# {line}\n" if line and not line.startswith("#") else f"{line}\n"
+                           for line in lines.splitlines())
+
+
+CLUSTER_CONNECTION_EXAMPLE = _cluster_connection_example()

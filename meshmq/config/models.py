@@ -29,6 +29,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
+    AliasGenerator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -43,6 +45,7 @@ from pydantic import (
 from meshmq.config import defaults
 from meshmq.config.address_settings import match_syntax_problem
 from meshmq.config.yaml_source import format_key_path
+from meshmq.security.passwords import check_stored, is_hashed
 
 RelPath = tuple[str | int, ...]
 
@@ -113,16 +116,7 @@ MatchString = Annotated[str, AfterValidator(_valid_match)]
 RoutingType = Annotated[Literal["ANYCAST", "MULTICAST"], BeforeValidator(_upper)]
 
 
-def _full_policy(value: Any) -> Any:
-    value = _upper(value)
-    if value == "BLOCK":
-        raise ValueError(
-            "BLOCK (holding producers with flow credits) is not built yet; use PAGE (the default), FAIL or DROP"
-        )
-    return value
-
-
-AddressFullPolicy = Annotated[Literal["PAGE", "FAIL", "DROP"], BeforeValidator(_full_policy)]
+AddressFullPolicy = Annotated[Literal["PAGE", "BLOCK", "FAIL", "DROP"], BeforeValidator(_upper)]
 
 _BYTE_UNITS = {"": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
                "G": 1024**3, "GB": 1024**3, "GIB": 1024**3}
@@ -366,9 +360,78 @@ class AddressSettings(_Model):
 # --- security --------------------------------------------------------------
 
 
+def _role_list(value: Any) -> Any:
+    # pydantic would say "Input should be a valid tuple", which does not tell
+    # an Artemis user that roles="a,b" is a YAML list here.
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        names = ", ".join(name.strip() for name in value.split(","))
+        raise ValueError(f"expected a list of role names: [{names}], not a string")
+    if not isinstance(value, list | tuple):
+        raise ValueError("expected a list of role names, e.g. [admins, producers]")
+    return value
+
+
+Roles = Annotated[tuple[NonEmptyStr, ...], BeforeValidator(_role_list)]
+
+
+def _stored_password(value: str) -> str:
+    if is_hashed(value):
+        check_stored(value)  # ValueError naming what is wrong; the loader adds the user's key path
+    return value
+
+
 class User(_Model):
     username: NonEmptyStr
-    password: NonEmptyStr
+    # A hash from `meshmq user hash` (meshmq/security/passwords.py), or plain text (warned at start).
+    password: Annotated[str, Field(min_length=1), AfterValidator(_stored_password)]
+    # The roles security-settings grant permissions to.
+    roles: Roles = ()
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
+def _kebab_or_camel(name: str) -> AliasChoices:
+    return AliasChoices(_kebab(name), _camel(name))
+
+
+class SecuritySetting(_Model):
+    """The roles granted each permission on the addresses a match string
+    matches (broker.xml ``<security-setting>``); a permission left out is
+    granted to no role.
+
+    Keys are the kebab-case names, or Artemis's ``<permission type=...>``
+    names (``createDurableQueue``); the effective config prints kebab-case.
+    Only the most specific match applies (``meshmq/security/authorization.py``).
+    """
+
+    model_config = ConfigDict(alias_generator=AliasGenerator(alias=_kebab, validation_alias=_kebab_or_camel))
+
+    send: Roles = ()
+    consume: Roles = ()
+    create_address: Roles = ()
+    delete_address: Roles = ()
+    create_durable_queue: Roles = ()
+    delete_durable_queue: Roles = ()
+    create_non_durable_queue: Roles = ()
+    delete_non_durable_queue: Roles = ()
+    manage: Roles = ()
+    browse: Roles = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            _raise_issues([
+                ((_camel(name),), f"the same permission as {_kebab(name)}; give one of the two")
+                for name in cls.model_fields
+                if _kebab(name) != _camel(name) and _kebab(name) in data and _camel(name) in data
+            ])
+        return data
 
 
 # --- discovery (broadcast-groups, discovery-groups, discovery) -------------
@@ -424,6 +487,17 @@ class EtcdSettings(_Model):
 
     endpoints: Annotated[tuple[NonEmptyStr, ...], Field(min_length=1)] = (defaults.ETCD_ENDPOINT,)
     key_prefix: NonEmptyStr = defaults.ETCD_KEY_PREFIX
+    # etcd's own authentication (`etcdctl auth enable`): the etcd user this node
+    # announces and watches as (docs/discovery.md). Both or neither.
+    username: NonEmptyStr | None = None
+    password: NonEmptyStr | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> EtcdSettings:
+        if (self.username is None) != (self.password is None):
+            missing = "password" if self.password is None else "username"
+            _raise_issues([((missing,), "etcd authentication needs both username and password")])
+        return self
 
     @field_validator("endpoints")
     @classmethod
@@ -517,6 +591,116 @@ class BroadcastGroup(_Model):
         return _refuse_multicast_keys(data)
 
 
+def _load_balancing(value: Any) -> Any:
+    """YAML reads a bare OFF as false: that is the mode OFF. Case does not matter."""
+    if value is False:
+        return "OFF"
+    return value.upper() if isinstance(value, str) else value
+
+
+Attempts = Annotated[int, Field(ge=-1)]
+Window = Annotated[int, BeforeValidator(_byte_size), Field(ge=-1), AfterValidator(_not_zero("no window"))]
+
+
+class ClusterConnection(_Model):
+    """Links to other routers that messages are balanced over (broker.xml
+    ``<cluster-connection>``): every parameter of Artemis's, with its default.
+    The nodes come from `static-connectors` (names in `connectors`) and/or the
+    nodes of `discovery-group-ref`. services/router/cluster/ carries it out."""
+
+    address: str = defaults.CC_ADDRESS
+    # The connector other nodes reach this one at (a name in `connectors`); default: the first acceptor.
+    connector_ref: NonEmptyStr | None = None
+    check_period: Millis = defaults.CC_CHECK_PERIOD
+    connection_ttl: Millis = defaults.CC_CONNECTION_TTL
+    min_large_message_size: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] = defaults.CC_MIN_LARGE_MESSAGE_SIZE
+    call_timeout: Millis = defaults.CC_CALL_TIMEOUT
+    retry_interval: Millis = defaults.CC_RETRY_INTERVAL
+    retry_interval_multiplier: Annotated[float, Field(ge=1.0)] = defaults.CC_RETRY_INTERVAL_MULTIPLIER
+    max_retry_interval: Millis = defaults.CC_MAX_RETRY_INTERVAL
+    initial_connect_attempts: Attempts = defaults.CC_INITIAL_CONNECT_ATTEMPTS
+    reconnect_attempts: Attempts = defaults.CC_RECONNECT_ATTEMPTS
+    use_duplicate_detection: bool = defaults.CC_USE_DUPLICATE_DETECTION
+    message_load_balancing: Annotated[Literal["OFF", "STRICT", "ON_DEMAND", "OFF_WITH_REDISTRIBUTION"],
+                                      BeforeValidator(_load_balancing)] = defaults.CC_MESSAGE_LOAD_BALANCING
+    max_hops: Annotated[int, Field(ge=0)] = defaults.CC_MAX_HOPS
+    confirmation_window_size: Window = defaults.CC_CONFIRMATION_WINDOW_SIZE
+    producer_window_size: Window = defaults.CC_PRODUCER_WINDOW_SIZE
+    call_failover_timeout: Annotated[int, Field(ge=-1)] = defaults.CC_CALL_FAILOVER_TIMEOUT
+    notification_interval: Millis = defaults.CC_NOTIFICATION_INTERVAL
+    notification_attempts: Annotated[int, Field(ge=0)] = defaults.CC_NOTIFICATION_ATTEMPTS
+    discovery_group_ref: NonEmptyStr | None = None
+    static_connectors: tuple[NonEmptyStr, ...] | None = None
+    allow_direct_connections_only: bool = defaults.CC_ALLOW_DIRECT_CONNECTIONS_ONLY
+    client_id: NonEmptyStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_legacy(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "forward-when-no-consumers" in data:
+            _raise_issues([(("forward-when-no-consumers",), "replaced by message-load-balancing (true = STRICT, "
+                                                            "false = ON_DEMAND), as in Artemis")])
+        return data
+
+    @model_validator(mode="after")
+    def _some_nodes(self) -> ClusterConnection:
+        if self.discovery_group_ref is None and not self.static_connectors:
+            _raise_issues([((), "give static-connectors (names in connectors) and/or discovery-group-ref: "
+                                "a cluster connection needs nodes to connect to")])
+        if self.allow_direct_connections_only and not self.static_connectors:
+            _raise_issues([(("allow-direct-connections-only",), "only means something with static-connectors")])
+        return self
+
+
+def cluster_connection_issues(
+    cluster_connections: dict[str, ClusterConnection], connectors: dict[str, str],
+    discovery_groups: dict[str, DiscoveryGroup],
+) -> list[tuple[RelPath, str]]:
+    """Cross-references of cluster-connections: connectors and discovery groups that exist."""
+    issues: list[tuple[RelPath, str]] = []
+    have = ", ".join(connectors) or "none"
+    for name, cc in cluster_connections.items():
+        for index, ref in enumerate(cc.static_connectors or ()):
+            if ref not in connectors:
+                issues.append((("cluster-connections", name, "static-connectors", index),
+                               f"no connector named {ref!r} (connectors: {have})"))
+        if cc.connector_ref is not None and cc.connector_ref not in connectors:
+            issues.append((("cluster-connections", name, "connector-ref"),
+                           f"no connector named {cc.connector_ref!r} (connectors: {have})"))
+        if cc.discovery_group_ref is not None and cc.discovery_group_ref not in discovery_groups:
+            groups = ", ".join(discovery_groups) or "none"
+            issues.append((("cluster-connections", name, "discovery-group-ref"),
+                           f"no discovery group named {cc.discovery_group_ref!r} (discovery-groups: {groups})"))
+    return issues
+
+
+def _check_connector(value: str) -> str:
+    parse_host_port(value)
+    return value
+
+
+class ScaleDown(_Model):
+    """``ha-policy: live-only: scale-down``: on a graceful stop, send every
+    message to another node (services/router/cluster/scale_down.py)."""
+
+    enabled: bool = True
+    # Only a node whose scale-down group-name is the same may take the messages.
+    group_name: NonEmptyStr | None = None
+    # Where to look for that node: a discovery group, and/or connectors by name (tried in order).
+    discovery_group_ref: NonEmptyStr | None = None
+    connectors: tuple[NonEmptyStr, ...] = ()
+
+
+class LiveOnly(_Model):
+    scale_down: ScaleDown | None = None
+
+
+class HaPolicy(_Model):
+    """``ha-policy``: live-only for now; replication and shared-store come with the HA coordinator."""
+
+    live_only: LiveOnly | None = None
+
+
 class DiscoveryListen(Listener):
     """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
 
@@ -583,12 +767,19 @@ class BrokerConfig(_Model):
     data_directory: Path = Field(default=Path(defaults.DATA_DIRECTORY), validate_default=True)
     id_cache_size: Annotated[int, Field(gt=0)] = defaults.ID_CACHE_SIZE
     persist_id_cache: bool = defaults.PERSIST_ID_CACHE
+    id_cache_max_bytes: Annotated[int, BeforeValidator(_byte_size), Field(ge=-1)] = defaults.ID_CACHE_MAX_BYTES
     global_max_size: Annotated[int, BeforeValidator(_byte_size), Field(ge=-1)] = defaults.GLOBAL_MAX_SIZE
     message_expiry_scan_period: Annotated[
         int, Field(ge=-1), AfterValidator(_not_zero("no scanning"))
     ] = defaults.MESSAGE_EXPIRY_SCAN_PERIOD
     security_enabled: bool = defaults.SECURITY_ENABLED
     users: tuple[User, ...] = ()
+    security_settings: Annotated[dict[MatchString, SecuritySetting], BeforeValidator(_none_values_to_empty)] = Field(
+        default_factory=dict
+    )
+    # What the node's services prove they belong to the cluster with (meshmq/security/cluster_identity.py).
+    cluster_user: NonEmptyStr = defaults.CLUSTER_USER
+    cluster_password: NonEmptyStr | None = defaults.CLUSTER_PASSWORD
     acceptors: tuple[Acceptor, ...] = Field(default_factory=lambda: (Acceptor(),))
     journal: Journal = Field(default_factory=Journal)
     addresses: Annotated[dict[NonEmptyStr, Address], BeforeValidator(_none_values_to_empty)] = Field(
@@ -604,6 +795,12 @@ class BrokerConfig(_Model):
         default_factory=dict
     )
     discovery: DiscoveryService = Field(default_factory=DiscoveryService)
+    # Named host:port endpoints of other nodes (broker.xml <connectors>), for cluster connections.
+    connectors: Annotated[dict[NonEmptyStr, Annotated[str, AfterValidator(_check_connector)]],
+                          BeforeValidator(_none_values_to_empty)] = Field(default_factory=dict)
+    cluster_connections: Annotated[dict[NonEmptyStr, ClusterConnection], BeforeValidator(_none_values_to_empty)] = (
+        Field(default_factory=dict))
+    ha_policy: HaPolicy = Field(default_factory=HaPolicy)
 
     @field_validator("data_directory")
     @classmethod
@@ -668,10 +865,59 @@ class BrokerConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _check_cluster_connections(self) -> BrokerConfig:
+        _raise_issues(cluster_connection_issues(self.cluster_connections, self.connectors, self.discovery_groups))
+        sd = self.scale_down
+        if sd is not None:
+            issues: list[tuple[RelPath, str]] = []
+            where = ("ha-policy", "live-only", "scale-down")
+            for index, ref in enumerate(sd.connectors):
+                if ref not in self.connectors:
+                    issues.append(((*where, "connectors", index), f"no connector named {ref!r}"))
+            if sd.discovery_group_ref is not None and sd.discovery_group_ref not in self.discovery_groups:
+                issues.append(((*where, "discovery-group-ref"), f"no discovery group named {sd.discovery_group_ref!r}"))
+            if sd.discovery_group_ref is None and not sd.connectors:
+                issues.append((where, "give connectors and/or discovery-group-ref: where to find a node to scale down to"))
+            _raise_issues(issues)
+        return self
+
+    @property
+    def scale_down(self) -> ScaleDown | None:
+        """The enabled scale-down policy, or None."""
+        lo = self.ha_policy.live_only
+        sd = lo.scale_down if lo is not None else None
+        return sd if sd is not None and sd.enabled else None
+
+    @model_validator(mode="after")
     def _check_security(self) -> BrokerConfig:
         if self.security_enabled and not self.users:
             _raise_issues([(("users",), "security-enabled is true but no users are configured")])
         return self
+
+    @model_validator(mode="after")
+    def _check_cluster_identity(self) -> BrokerConfig:
+        uses = self._separate_services()
+        if self.security_enabled and self.cluster_password is None and uses:
+            who = "that service accepts" if len(uses) == 1 else "those services accept"
+            _raise_issues([(("cluster-password",), f"required when security-enabled is true and the node uses "
+                                                   f"{' and '.join(uses)}: without it {who} any caller "
+                                                   "(docs/security.md, \"Cluster identity\")")])
+        if self.security_enabled and self.cluster_password is None and self.cluster_connections:
+            # Links carry messages past users and security-settings: a secured
+            # node takes none without a credential to check (ClusterServicer).
+            _raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
+                                                   f"cluster-connections ({', '.join(self.cluster_connections)}): "
+                                                   "a secured node takes no cluster link without it "
+                                                   "(docs/security.md, \"Cluster identity\")")])
+        return self
+
+    def _separate_services(self) -> list[str]:
+        """The journal and discovery services this node reaches over the network
+        (each named with the key that points at it); the embedded journal is not one."""
+        used = [f"a journal service (journal.address {self.journal.address})"] if self.journal.address else []
+        used += [f"a discovery service (discovery-groups.{name}.discovery-service {group.discovery_service})"
+                 for name, group in self.discovery_groups.items() if group.discovery_service is not None]
+        return used
 
     def journal_url(self) -> str:
         """The SQLAlchemy URL of the journal: ``journal.url``, or the SQLite

@@ -128,7 +128,8 @@ class DiscoveryCore:
         if group.etcd is not None:
             from .etcd_backend import EtcdBackend
 
-            backend: Backend = EtcdBackend(group.etcd.endpoints, key_prefix=group.etcd.key_prefix)
+            backend: Backend = EtcdBackend(group.etcd.endpoints, key_prefix=group.etcd.key_prefix,
+                                           username=group.etcd.username, password=group.etcd.password)
         elif group.static_connectors is not None:
             from .static_backend import StaticBackend
 

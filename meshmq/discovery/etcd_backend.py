@@ -129,14 +129,17 @@ class EtcdBackend:
     min_refresh_timeout_ms = MIN_TTL_S * 1000
 
     def __init__(self, endpoints: Sequence[str], *, key_prefix: str = "/meshmq",
-                 request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
+                 request_timeout_s: float = REQUEST_TIMEOUT_S, username: str | None = None,
+                 password: str | None = None) -> None:
+        """`username`/`password`: an etcd user, when etcd has authentication
+        enabled (then only cluster members can announce or read the topology)."""
         self.endpoints = tuple(endpoints)
         self.description = "etcd at " + ",".join(self.endpoints)
         self.key_prefix = key_prefix.rstrip("/")
         self.request_timeout_s = request_timeout_s
         host, port = grpc_target(self.endpoints)
         self.client = aetcd.Client(
-            host=host, port=port, timeout=request_timeout_s,
+            host=host, port=port, timeout=request_timeout_s, username=username, password=password,
             options={
                 # Reconnect within a second of etcd coming back (gRPC's default backoff grows to 120 s).
                 "grpc.initial_reconnect_backoff_ms": 100,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 
@@ -26,10 +26,15 @@ from .timing import REQUEST_TIMEOUT_S
 
 
 class GrpcDiscoveryClient:
-    """The discovery service in another process (`meshmq serve discovery`)."""
+    """The discovery service in another process (`meshmq serve discovery`).
 
-    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None) -> None:
+    `metadata` goes with every call: the cluster credential to announce
+    (meshmq/security/cluster_identity.py), or a user's credentials to list and watch."""
+
+    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None,
+                 metadata: Sequence[tuple[str, str]] = ()) -> None:
         self.target = target
+        self.metadata = tuple(metadata)
         self.description = f"discovery service at {target}"
         self._channel = open_channel(target, credentials=credentials)
         self._stub = dgrpc.DiscoveryStub(self._channel)
@@ -57,7 +62,7 @@ class GrpcDiscoveryClient:
     async def list(self, req: dpb.ListNodesRequest) -> dpb.ListNodesResponse:
         started = time.monotonic()
         try:
-            resp = await self._stub.List(req, timeout=REQUEST_TIMEOUT_S)
+            resp = await self._stub.List(req, metadata=self.metadata, timeout=REQUEST_TIMEOUT_S)
         except grpc.RpcError as exc:
             raise self.error(exc, started) from None
         self.outage.ok(started)
@@ -65,7 +70,7 @@ class GrpcDiscoveryClient:
 
     async def watch(self, req: dpb.WatchNodesRequest) -> AsyncIterator[dpb.WatchNodesResponse]:
         started = time.monotonic()
-        call = self._stub.Watch(req)
+        call = self._stub.Watch(req, metadata=self.metadata)
         try:
             async for resp in call:
                 self.outage.ok(started)
@@ -97,7 +102,7 @@ class _StreamMembership:
 
     async def open(self) -> None:
         started = time.monotonic()
-        call = self._client._stub.Announce()
+        call = self._client._stub.Announce(metadata=self._client.metadata)
         try:
             await call.write(dpb.AnnounceRequest(join=self._join))
             # No deadline: a join may wait up to refresh-timeout for a crashed

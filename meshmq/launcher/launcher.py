@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from meshmq.launcher import processes
 from meshmq.launcher.etcd import EtcdServer
@@ -35,6 +36,11 @@ from meshmq.launcher.spec import (
     node_config_data,
 )
 from meshmq.launcher.state import STATE_FILE, ClusterState, ProcessRecord
+from meshmq.launcher.tls import Certificate, ca_problem, issue_certificates
+from meshmq.security.certs import CA_CERT, CertError
+
+if TYPE_CHECKING:
+    from meshmq.discovery import GrpcDiscoveryClient
 
 # Default seconds `down` waits after SIGTERM before SIGKILL (a router leaves
 # the topology and closes its journal within a second or two).
@@ -150,8 +156,10 @@ class LocalCluster:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
         deadline = started + timeout
+        certificates = self._issue_certificates(spec)
         state = ClusterState(cluster_name=spec.cluster_name, run_dir=str(self.run_dir), spec_file=spec.source,
-                             started_at=time.time())
+                             started_at=time.time(),
+                             trust_store=str(spec.ca_dir / CA_CERT) if spec.ca_dir is not None else "")
         self.state = state
         state.save(self.run_dir)
         etcd: EtcdServer | None = None
@@ -159,7 +167,7 @@ class LocalCluster:
             etcd = self._start_etcd(spec, state, deadline)
             state.timings["etcd"] = round(time.monotonic() - started, 3)
             say(f"etcd ready on {etcd.endpoint} (pid {etcd.pid})")
-            spawned = self._spawn_services(spec, state, etcd.endpoint)
+            spawned = self._spawn_services(spec, state, etcd.endpoint, certificates)
             await self._wait_ready(spec, state, spawned, started, deadline, timeout, say)
         except BaseException:
             if etcd is not None and state.etcd is None:  # interrupted before it was recorded
@@ -195,6 +203,20 @@ class LocalCluster:
             raise ClusterUpError(f"port(s) in use on 127.0.0.1: {', '.join(taken)}. Another cluster or node may hold "
                                  "them: stop it, change the ports, or pick free ones (port 0, or --free-ports)")
 
+    def _issue_certificates(self, spec: ClusterSpec) -> dict[str, Certificate]:
+        """With tls: a certificate for the discovery service and each node, issued
+        again at every up (meshmq/launcher/tls.py); none without."""
+        if spec.ca_dir is None:
+            return {}
+        problem = ca_problem(spec.ca_dir)
+        if problem:
+            raise ClusterUpError(f"{spec.source}: tls.ca-dir: {problem}")
+        directories = {"discovery": self.run_dir / "discovery", **{n.name: self.run_dir / n.name for n in spec.nodes}}
+        try:
+            return issue_certificates(spec.ca_dir, directories)
+        except CertError as exc:
+            raise ClusterUpError(f"{spec.source}: tls.ca-dir: {exc}") from None
+
     def _start_etcd(self, spec: ClusterSpec, state: ClusterState, deadline: float) -> EtcdServer:
         root = self.run_dir / "etcd"
         # Announcements are leases, gone with the processes: a stale one would
@@ -213,15 +235,17 @@ class LocalCluster:
         self._record(state, record)
         return etcd
 
-    def _spawn_services(self, spec: ClusterSpec, state: ClusterState,
-                        etcd_endpoint: str) -> list[tuple[ProcessRecord, subprocess.Popen]]:
+    def _spawn_services(self, spec: ClusterSpec, state: ClusterState, etcd_endpoint: str,
+                        certificates: dict[str, Certificate]) -> list[tuple[ProcessRecord, subprocess.Popen]]:
         """Write each process's config, then start discovery and all nodes at once."""
         plans = [("discovery", "discovery", self.run_dir / "discovery",
-                  discovery_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir),
+                  discovery_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir,
+                                        certificate=certificates.get("discovery")),
                   f"# discovery service of cluster {spec.cluster_name}")]
         for index, node in enumerate(spec.nodes):
             plans.append((node.name, "router", self.run_dir / node.name,
-                          node_config_data(spec, node, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir),
+                          node_config_data(spec, node, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir,
+                                           certificate=certificates.get(node.name)),
                           f"# node {node.name} of cluster {spec.cluster_name} (nodes[{index}], node-defaults merged)"))
         spawned = []
         for name, role, directory, data, title in plans:
@@ -252,7 +276,7 @@ class LocalCluster:
     async def _wait_ready(self, spec: ClusterSpec, state: ClusterState,
                           spawned: list[tuple[ProcessRecord, subprocess.Popen]], started: float, deadline: float,
                           timeout: float, say: Progress) -> None:
-        from meshmq.discovery import DiscoveryError, GrpcDiscoveryClient
+        from meshmq.discovery import DiscoveryError
         from meshmq.v1 import discovery_pb2 as dpb
 
         client: GrpcDiscoveryClient | None = None
@@ -274,7 +298,7 @@ class LocalCluster:
                         say(f"{record.name} listening on {record.endpoint}{node}")
                 discovery = state.discovery
                 if client is None and discovery is not None and discovery.endpoint:
-                    client = GrpcDiscoveryClient(discovery.endpoint)
+                    client = discovery_client(state)
                 nodes = state.nodes
                 if client is not None and all(n.endpoint for n in nodes):
                     state.timings.setdefault("listening", round(time.monotonic() - started, 3))
@@ -324,13 +348,16 @@ class LocalCluster:
 
     @staticmethod
     async def _topology(state: ClusterState) -> tuple[frozenset[str] | None, str]:
-        from meshmq.discovery import DiscoveryError, GrpcDiscoveryClient
+        from meshmq.discovery import DiscoveryError
         from meshmq.v1 import discovery_pb2 as dpb
 
         discovery = state.discovery
         if discovery is None or not discovery.endpoint or not processes.alive(discovery.ident):
             return None, "the discovery service is not running"
-        client = GrpcDiscoveryClient(discovery.endpoint)
+        try:
+            client = discovery_client(state)
+        except (OSError, ValueError) as exc:  # its config was removed or edited since up
+            return None, f"cannot ask the discovery service: {exc}"
         try:
             listed = await client.list(dpb.ListNodesRequest(cluster_name=state.cluster_name))
         except DiscoveryError as exc:
@@ -367,6 +394,23 @@ class LocalCluster:
                     say(f"{record.name} (pid {record.pid}) {result.outcome} in {result.seconds:.1f} s")
                 (self.run_dir / f"{record.name}.pid").unlink(missing_ok=True)
         return done
+
+
+def discovery_client(state: ClusterState) -> GrpcDiscoveryClient:
+    """A client of the launched discovery service that calls it as its config
+    asks: with the cluster credential (when it has a cluster-password) and over
+    TLS trusting the cluster CA (when its listener serves TLS). Both come from
+    the discovery.yaml `up` wrote, so `status` works from any shell."""
+    from meshmq.config.loader import load_config
+    from meshmq.discovery import GrpcDiscoveryClient
+    from meshmq.security.cluster_identity import cluster_metadata
+    from meshmq.transport import channel_credentials
+
+    record = state.discovery
+    config = load_config(record.config)
+    tls = config.discovery.listen.ssl_enabled
+    credentials = channel_credentials(state.trust_store or None) if tls else None
+    return GrpcDiscoveryClient(record.endpoint, credentials=credentials, metadata=cluster_metadata(config))
 
 
 def missing_from_topology(nodes: list[ProcessRecord], listed_ids: set[str]) -> list[str]:

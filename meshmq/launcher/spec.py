@@ -6,6 +6,7 @@ run-directory: ./run/symmetric-3   # default ./run/<cluster-name> (relative: to 
 ready-timeout: 60000               # ms `up` waits for every node to be listening and in the topology
 etcd: {client-port: 2379, peer-port: 2380}        # 0 = a free port picked at run time
 discovery: {port: 61636, broadcast-period: 2000, refresh-timeout: 10000}
+tls: {ca-dir: ./certs/ca}          # optional: every listener serves a certificate from this CA
 node-defaults:                     # node-config YAML merged into every node
   address-settings: {"#": {max-delivery-attempts: 5}}
 nodes:
@@ -19,6 +20,11 @@ node-config parts are validated as the node configs the launcher will write,
 and their problems are named by where they are in the cluster file
 (``nodes[1].config.journal.sync``). Relative paths inside node configs
 (``cert-path``...) are relative to the cluster file's directory.
+
+Security: the security keys of ``node-defaults`` (``SECURITY_KEYS``) are
+also the discovery service's, which needs the cluster password and the users
+who may list the nodes; with ``tls``, `up` issues each process a certificate
+(meshmq/launcher/tls.py) and the acceptors and the discovery listener serve it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from meshmq.config import defaults
 from meshmq.config.loader import ConfigError, ConfigProblem, validation_problems
 from meshmq.config.models import BrokerConfig, ConfigIssues, RelPath, parse_host_port
 from meshmq.config.yaml_source import KeyPath, YamlDocument, YamlSourceError, format_key_path, load_yaml
+from meshmq.launcher.tls import Certificate
 
 # --- defaults of the cluster file (the node-config ones come from meshmq/config/defaults.py) ---
 
@@ -67,6 +74,9 @@ LAUNCHER_KEYS = {
     "broadcast-groups": "nodes announce themselves to the launched etcd (tune it under discovery:)",
     "discovery": "the discovery service is configured under the cluster file's discovery: key",
 }
+# Node-config keys of node-defaults the discovery service gets too: it checks the
+# cluster credential on Announce and admits the users to List and Watch.
+SECURITY_KEYS = ("security-enabled", "users", "security-settings", "cluster-user", "cluster-password")
 # Process names of the launcher's own processes (log and pid files share the run directory).
 RESERVED_NAMES = ("etcd", "discovery", "cluster")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
@@ -120,6 +130,13 @@ class DiscoverySpec(_Model):
         return self
 
 
+class TlsSpec(_Model):
+    """TLS with the cluster's CA on every listener the launcher starts."""
+
+    # The directory of `meshmq certs ca` (ca.pem, ca-key.pem); relative: to the cluster file.
+    ca_dir: Path
+
+
 class NodeSpec(_Model):
     """One router: its name, its acceptor port, node-config YAML merged over node-defaults."""
 
@@ -145,6 +162,7 @@ class ClusterSpec(_Model):
     ready_timeout: Millis = READY_TIMEOUT
     etcd: EtcdSpec = Field(default_factory=EtcdSpec)
     discovery: DiscoverySpec = Field(default_factory=DiscoverySpec)
+    tls: TlsSpec | None = None
     node_defaults: NodeConfigYaml = Field(default_factory=dict)
     nodes: Annotated[tuple[NodeSpec, ...], Field(min_length=1)]
 
@@ -198,6 +216,11 @@ class ClusterSpec(_Model):
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def ca_dir(self) -> Path | None:
+        """tls.ca-dir, absolute (relative to the cluster file's directory); None without tls."""
+        return None if self.tls is None else (self._base_dir / self.tls.ca_dir).expanduser().resolve()
 
     def with_free_ports(self) -> ClusterSpec:
         """The same cluster with every port 0 (picked at run time): for tests,
@@ -275,14 +298,23 @@ def discovery_groups(spec: ClusterSpec, etcd_endpoint: str) -> dict[str, Any]:
     }}
 
 
-def node_config_data(spec: ClusterSpec, node: NodeSpec, *, etcd_endpoint: str, run_dir: Path) -> dict[str, Any]:
-    """The node config the launcher writes for `node`: its acceptor, its data
-    directory, discovery through the launched etcd, announced to it; then
-    node-defaults, then the node's own config merged over that."""
+def _tls_keys(certificate: Certificate | None) -> dict[str, Any]:
+    """A listener's TLS keys for `certificate` (none: plain)."""
+    if certificate is None:
+        return {}
+    return {"ssl-enabled": True, "cert-path": str(certificate.cert), "key-path": str(certificate.key)}
+
+
+def node_config_data(spec: ClusterSpec, node: NodeSpec, *, etcd_endpoint: str, run_dir: Path,
+                     certificate: Certificate | None = None) -> dict[str, Any]:
+    """The node config the launcher writes for `node`: its acceptor (serving
+    `certificate`, when given: the launcher issues one when the file has tls),
+    its data directory, discovery through the launched etcd, announced to it;
+    then node-defaults, then the node's own config merged over that."""
     launcher = {
         "name": node.name,
         "data-directory": str(run_dir / node.name / "data"),
-        "acceptors": [{"name": defaults.ACCEPTOR_NAME, "host": HOST, "port": node.port}],
+        "acceptors": [{"name": defaults.ACCEPTOR_NAME, "host": HOST, "port": node.port, **_tls_keys(certificate)}],
         "discovery-groups": discovery_groups(spec, etcd_endpoint),
         "broadcast-groups": {DISCOVERY_GROUP: {"discovery-group-ref": DISCOVERY_GROUP,
                                                "broadcast-period": spec.discovery.broadcast_period}},
@@ -290,13 +322,19 @@ def node_config_data(spec: ClusterSpec, node: NodeSpec, *, etcd_endpoint: str, r
     return deep_merge(deep_merge(launcher, spec.node_defaults), node.config)
 
 
-def discovery_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path) -> dict[str, Any]:
-    """The config `meshmq serve discovery` gets: the launched etcd, the cluster's name, the port."""
+def discovery_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path,
+                          certificate: Certificate | None = None) -> dict[str, Any]:
+    """The config `meshmq serve discovery` gets: the launched etcd, the cluster's
+    name, the port (serving `certificate` when given), and node-defaults'
+    security keys."""
+    security = {key: spec.node_defaults[key] for key in SECURITY_KEYS if key in spec.node_defaults}
     return {
         "name": "discovery",
         "data-directory": str(run_dir / "discovery"),
         "discovery-groups": discovery_groups(spec, etcd_endpoint),
-        "discovery": {"listen": {"host": HOST, "port": spec.discovery.port}, "discovery-group-ref": DISCOVERY_GROUP},
+        "discovery": {"listen": {"host": HOST, "port": spec.discovery.port, **_tls_keys(certificate)},
+                      "discovery-group-ref": DISCOVERY_GROUP},
+        **security,
     }
 
 
@@ -349,7 +387,26 @@ def _node_config_issues(spec: ClusterSpec) -> list[tuple[RelPath, str]]:
         except ValidationError as exc:
             for loc, message in validation_problems(exc, BrokerConfig):
                 issues.append((_origin(loc, spec, index), message))
+    if not issues:
+        issues = _discovery_config_issues(spec, stand_in_etcd)
     return _unique(issues)
+
+
+def _discovery_config_issues(spec: ClusterSpec, stand_in_etcd: str) -> list[tuple[RelPath, str]]:
+    """What would stop the discovery service from starting, named in node-defaults
+    (its only node-config part): with security-enabled, no cluster-password."""
+    from meshmq.security.cluster_identity import service_problem
+
+    data = discovery_config_data(spec, etcd_endpoint=stand_in_etcd, run_dir=spec.run_dir)
+    try:
+        config = build_config(data, spec.base_dir)
+    except ValidationError as exc:  # the nodes' configs hold the same keys: seldom reached
+        return [(("node-defaults",) + tuple(loc), message) for loc, message in validation_problems(exc, BrokerConfig)]
+    if service_problem(config, "discovery") is None:
+        return []
+    return [(("node-defaults", "cluster-password"),
+             "required when node-defaults has security-enabled: true: without it the launched discovery service "
+             "would accept any caller, so it refuses to start (docs/security.md, \"Cluster identity\")")]
 
 
 def _origin(loc: KeyPath, spec: ClusterSpec, index: int) -> RelPath:

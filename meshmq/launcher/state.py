@@ -11,6 +11,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from urllib.parse import quote
 
 from meshmq.launcher.processes import Identity
 
@@ -55,6 +56,8 @@ class ClusterState:
     stopped_at: float = 0.0
     # Seconds from the start of `up` to each stage (etcd, listening, in topology).
     timings: dict[str, float] = field(default_factory=dict)
+    # The CA certificate clients trust (tls.ca-dir's ca.pem); "" = the listeners are plain.
+    trust_store: str = ""
     processes: list[ProcessRecord] = field(default_factory=list)
 
     @property
@@ -78,9 +81,18 @@ class ClusterState:
         raise KeyError(f"no node {name!r} in cluster {self.cluster_name} (have: {have})")
 
     @property
+    def client_options(self) -> str:
+        """The URI options a client needs to reach the nodes: with TLS,
+        `sslEnabled=true&trustStorePath=<ca.pem>`; "" otherwise."""
+        if not self.trust_store:
+            return ""
+        return f"sslEnabled=true&trustStorePath={quote(self.trust_store, safe='/')}"
+
+    @property
     def url(self) -> str:
-        """A client URI listing every node: `(meshmq://a,meshmq://b,...)`."""
-        return "(" + ",".join(p.url for p in self.nodes if p.endpoint) + ")"
+        """A client URI listing every node: `(meshmq://a,meshmq://b,...)`, with `client_options`."""
+        options = self.client_options
+        return "(" + ",".join(p.url for p in self.nodes if p.endpoint) + ")" + (f"?{options}" if options else "")
 
     def replace(self, record: ProcessRecord) -> None:
         self.processes = [record if p.name == record.name else p for p in self.processes]

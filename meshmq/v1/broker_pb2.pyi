@@ -36,7 +36,7 @@ class SessionRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenSession, _Mapping]] = ..., create_producer: _Optional[_Union[CreateProducer, _Mapping]] = ..., send: _Optional[_Union[SendBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., create_consumer: _Optional[_Union[CreateConsumer, _Mapping]] = ..., flow: _Optional[_Union[Flow, _Mapping]] = ..., ack: _Optional[_Union[AckBatch, _Mapping]] = ..., nack: _Optional[_Union[NackBatch, _Mapping]] = ..., close_consumer: _Optional[_Union[CloseConsumer, _Mapping]] = ..., close_producer: _Optional[_Union[CloseProducer, _Mapping]] = ..., commit: _Optional[_Union[TxRequest, _Mapping]] = ..., rollback: _Optional[_Union[TxRequest, _Mapping]] = ...) -> None: ...
 
 class SessionResponse(_message.Message):
-    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created")
+    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,7 @@ class SessionResponse(_message.Message):
     TX_RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_CREATED_FIELD_NUMBER: _ClassVar[int]
+    REDIRECT_FIELD_NUMBER: _ClassVar[int]
     opened: SessionOpened
     confirm: SendConfirm
     consumer_created: ConsumerCreated
@@ -53,7 +54,18 @@ class SessionResponse(_message.Message):
     tx_result: TxResult
     error: SessionError
     producer_created: ProducerCreated
-    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ...) -> None: ...
+    redirect: Redirect
+    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ...) -> None: ...
+
+class Redirect(_message.Message):
+    __slots__ = ("node_id", "connector", "reason")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    connector: str
+    reason: str
+    def __init__(self, node_id: _Optional[str] = ..., connector: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class OpenSession(_message.Message):
     __slots__ = ("client_id", "transacted")
@@ -74,12 +86,14 @@ class SessionOpened(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., session_id: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
 
 class CreateProducer(_message.Message):
-    __slots__ = ("producer_id", "address")
+    __slots__ = ("producer_id", "address", "window_size")
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_SIZE_FIELD_NUMBER: _ClassVar[int]
     producer_id: int
     address: str
-    def __init__(self, producer_id: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
+    window_size: int
+    def __init__(self, producer_id: _Optional[int] = ..., address: _Optional[str] = ..., window_size: _Optional[int] = ...) -> None: ...
 
 class ProducerCreated(_message.Message):
     __slots__ = ("producer_id",)

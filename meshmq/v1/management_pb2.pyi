@@ -7,6 +7,72 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class GetClusterStateRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class BridgeInfo(_message.Message):
+    __slots__ = ("cluster_connection", "endpoint", "target_node_id", "target_node_name", "state", "problem", "routed", "forwarded", "confirmed", "pending", "retries", "store_and_forward_queue")
+    CLUSTER_CONNECTION_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TARGET_NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    ROUTED_FIELD_NUMBER: _ClassVar[int]
+    FORWARDED_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_FIELD_NUMBER: _ClassVar[int]
+    STORE_AND_FORWARD_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    cluster_connection: str
+    endpoint: str
+    target_node_id: str
+    target_node_name: str
+    state: str
+    problem: str
+    routed: int
+    forwarded: int
+    confirmed: int
+    pending: int
+    retries: int
+    store_and_forward_queue: str
+    def __init__(self, cluster_connection: _Optional[str] = ..., endpoint: _Optional[str] = ..., target_node_id: _Optional[str] = ..., target_node_name: _Optional[str] = ..., state: _Optional[str] = ..., problem: _Optional[str] = ..., routed: _Optional[int] = ..., forwarded: _Optional[int] = ..., confirmed: _Optional[int] = ..., pending: _Optional[int] = ..., retries: _Optional[int] = ..., store_and_forward_queue: _Optional[str] = ...) -> None: ...
+
+class RemoteBindingInfo(_message.Message):
+    __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter", "consumer_filters", "hops", "via")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FILTERS_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    node_name: str
+    queue: str
+    address: str
+    routing_type: _messages_pb2.RoutingType
+    filter: str
+    consumer_filters: _containers.RepeatedScalarFieldContainer[str]
+    hops: int
+    via: str
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., consumer_filters: _Optional[_Iterable[str]] = ..., hops: _Optional[int] = ..., via: _Optional[str] = ...) -> None: ...
+
+class ClusterState(_message.Message):
+    __slots__ = ("node_id", "node_name", "bridges", "remote_bindings")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    BRIDGES_FIELD_NUMBER: _ClassVar[int]
+    REMOTE_BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    node_name: str
+    bridges: _containers.RepeatedCompositeFieldContainer[BridgeInfo]
+    remote_bindings: _containers.RepeatedCompositeFieldContainer[RemoteBindingInfo]
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., bridges: _Optional[_Iterable[_Union[BridgeInfo, _Mapping]]] = ..., remote_bindings: _Optional[_Iterable[_Union[RemoteBindingInfo, _Mapping]]] = ...) -> None: ...
+
 class WatchTopologyRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -74,6 +74,11 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.WatchTopologyRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.Topology.FromString,
                 _registered_method=True)
+        self.GetClusterState = channel.unary_unary(
+                '/meshmq.v1.Management/GetClusterState',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.GetClusterStateRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.ClusterState.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -130,6 +135,13 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetClusterState(self, request, context):
+        """Cluster connections: each bridge's state and the remote bindings this node knows.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +184,11 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.WatchTopology,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.WatchTopologyRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.Topology.SerializeToString,
+            ),
+            'GetClusterState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetClusterState,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.GetClusterStateRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.ClusterState.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -390,6 +407,33 @@ class Management:
             '/meshmq.v1.Management/WatchTopology',
             meshmq_dot_v1_dot_management__pb2.WatchTopologyRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.Topology.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetClusterState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/GetClusterState',
+            meshmq_dot_v1_dot_management__pb2.GetClusterStateRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.ClusterState.FromString,
             options,
             channel_credentials,
             insecure,

@@ -108,5 +108,10 @@ class DiscoveryServicer(dgrpc.DiscoveryServicer):
             await abort_with(context, _broker_error(exc))
 
 
+_SERVICE = dpb.DESCRIPTOR.services_by_name["Discovery"]
+# What clients call to find nodes; a configured user may call these (service.py).
+READ_METHODS = frozenset(f"/{_SERVICE.full_name}/{name}" for name in ("List", "Watch"))
+
+
 def add_discovery_service(server: grpc.aio.Server, core: DiscoveryCore) -> None:
-    add_servicer(server, DiscoveryServicer(core), dpb.DESCRIPTOR.services_by_name["Discovery"])
+    add_servicer(server, DiscoveryServicer(core), _SERVICE)

@@ -9,6 +9,7 @@ import grpc
 
 from meshmq.config.models import BrokerConfig
 from meshmq.runtime import report_ready, until_signalled
+from meshmq.security import cluster_identity
 from meshmq.service_registry import Service
 from meshmq.transport import bind_listener, server_options
 
@@ -28,8 +29,14 @@ async def run_journal(
 ) -> None:
     from .server import add_journal_service
 
+    problem = cluster_identity.service_problem(config, "journal")
+    if problem is not None:
+        raise cluster_identity.ClusterIdentityError(problem)
+    for warning in cluster_identity.start_warnings(config, "journal"):
+        log.warning(warning)
     core = open_core(config)
-    server = grpc.aio.server(options=server_options())
+    server = grpc.aio.server(options=server_options(),
+                             interceptors=cluster_identity.server_interceptors(config, "journal"))
     add_journal_service(server, core)
     endpoint = bind_listener(server, config.journal.listen, "journal")
     await server.start()

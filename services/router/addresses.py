@@ -11,7 +11,9 @@ import re
 
 from meshmq.errors import BrokerError, Reason
 from meshmq.message_limits import MAX_NAME_LENGTH
+from meshmq.routing_names import INTERNAL_PREFIX
 
+from .cluster.bindings import NO_GROUPS
 from .queue import Queue
 from .routing import ANYCAST, MULTICAST, RT_BIT
 from meshmq.selector import Selector, SelectorError, compile_selector
@@ -30,6 +32,14 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+def not_internal(kind: str, name: str) -> str:
+    """Refuse a client's use of the router's own addresses and queues (``$.meshmq.``:
+    store-and-forward queues hold other nodes' messages)."""
+    if name.startswith(INTERNAL_PREFIX):
+        raise BrokerError(Reason.INVALID_REQUEST, f"{kind} {name!r} is internal to the router ({INTERNAL_PREFIX}...)")
+    return name
+
+
 def compile_filter(text: str) -> Selector | None:
     """A selector for a non-empty filter string; INVALID_SELECTOR with the position otherwise."""
     if not text:
@@ -44,7 +54,8 @@ def compile_filter(text: str) -> Selector | None:
 
 class Address:
     __slots__ = ("name", "routing_types", "queues", "auto_created", "round_robin", "_split",
-                 "memory_bytes", "memory_messages", "messages_dropped", "limits")
+                 "memory_bytes", "memory_messages", "messages_dropped", "max_bytes", "max_messages", "blocks", "refuses", "paging", "sole",
+                 "remote", "cluster_round_robin")
 
     def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
         self.name = name
@@ -54,12 +65,30 @@ class Address:
         # Position of the anycast round robin (routing.decide picks with it).
         self.round_robin = 0
         self._split: tuple[tuple[Queue, ...], tuple[Queue, ...]] | None = None
+        # Its only queue when it has one and that queue has no filter: every
+        # message of that queue's routing type (or none) goes there, and the
+        # router skips the routing decision (Broker.route).
+        self.sole: Queue | None = None
         # What its queues hold in memory (paging.py) and what DROP dropped.
         self.memory_bytes = 0
         self.memory_messages = 0
         self.messages_dropped = 0
-        # (max-size-bytes, max-size-messages) from its address settings, resolved on first use.
-        self.limits: tuple[int, int] | None = None
+        # max-size-bytes and max-size-messages from its address settings
+        # (paging.limit: no limit is a huge number, so "full" is one comparison);
+        # -1 until the broker resolves them, which makes the first check take
+        # the slow path that does.
+        self.max_bytes = -1
+        self.max_messages = -1
+        # Its address-full-policy is BLOCK, or FAIL or DROP (resolved with the limits).
+        self.blocks = False
+        self.refuses = False
+        # Some queue of the address may have paged messages: new messages must
+        # look (Broker.stage). Cleared once a look finds none.
+        self.paging = True
+        # Cluster connections: queue name -> that queue's members on other
+        # nodes (cluster/bindings.py keeps it), and each group's round-robin position.
+        self.remote = NO_GROUPS
+        self.cluster_round_robin: dict[str, int] = {}
 
     def has(self, rt: int) -> bool:
         return bool(self.routing_types & RT_BIT[rt])
@@ -67,11 +96,20 @@ class Address:
     def add_queue(self, q: Queue) -> None:
         self.queues[q.name] = q
         q.home = self
-        self._split = None
+        self._queues_changed()
 
     def remove_queue(self, name: str) -> None:
         self.queues.pop(name, None)
+        self._queues_changed()
+
+    def _queues_changed(self) -> None:
         self._split = None
+        only = next(iter(self.queues.values())) if len(self.queues) == 1 else None
+        self.sole = only if only is not None and only.selector is None and not self.remote else None
+
+    def set_remote(self, groups) -> None:
+        self.remote = groups
+        self._queues_changed()
 
     def split(self) -> tuple[tuple[Queue, ...], tuple[Queue, ...]]:
         """(multicast queues, anycast queues), cached until the queues change."""

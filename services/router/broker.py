@@ -21,11 +21,17 @@ from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.errors import BrokerError, Reason
 from meshmq.journal_client import JournalAPI
 from meshmq.message_limits import message_problem
+from meshmq.security.authorization import Permission
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
 from . import dead_letter, paging
-from .addresses import Address, check_name, compile_filter
+from .access import Access
+from .addresses import Address, check_name, compile_filter, not_internal
+from .cluster import balancing
+from .cluster.bindings import RemoteBindings
+from .cluster.bridge import ROUTE_SEP, ROUTE_TO
+from .cluster.redistribution import Redistribution
 from .duplicates import DuplicateClaim, DuplicateDetection
 from .journal_batcher import JournalBatcher
 from .message import Ref, ServerMessage
@@ -74,10 +80,15 @@ class Broker:
         persist_id_cache: bool,
         persistence_enabled: bool = True,
         global_max_size: int = -1,
+        id_cache_max_bytes: int = -1,
     ) -> None:
         self.name = name
         self.journal = journal
         self.settings = address_settings.resolve
+        # Some address may have address-full-policy BLOCK: sends must be looked at (producer_flow.py).
+        self.blocking = address_settings.uses_policy(paging.BLOCK)
+        # Blocked addresses and what to call when each has room again.
+        self._waiting_for_room: dict[Address, list[Callable[[], None]]] = {}
         # persistence-enabled: false keeps everything in memory, as in Artemis.
         self.persistence_enabled = persistence_enabled
         self.addresses: dict[str, Address] = {}
@@ -87,7 +98,7 @@ class Broker:
         self.batcher: JournalBatcher | None = None
         self.duplicates = DuplicateDetection(
             lambda address: self.settings(address).id_cache_size, id_cache_size,
-            persist_id_cache and persistence_enabled, self.batch,
+            persist_id_cache and persistence_enabled, self.batch, id_cache_max_bytes,
         )
         self._next_queue_id = 1
         self._next_message_id = 1
@@ -103,6 +114,12 @@ class Broker:
         # Bytes of messages every queue holds in memory (paging.py), and the node's limit.
         self.memory_bytes = 0
         self.global_max_size = global_max_size
+        self.global_limit = paging.limit(global_max_size)
+        # Cluster connections (cluster/): what other nodes offered, and who
+        # wants to hear when this node's bindings change (the link service).
+        self.remote = RemoteBindings(self._remote_changed)
+        self._binding_watchers: set[Callable[[], None]] = set()
+        self.redistribution = Redistribution(self)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -221,6 +238,9 @@ class Broker:
                     f"address {name!r} does not exist and auto-create-addresses is false for it",
                 )
             addr = self.addresses[name] = Address(name, RT_BIT[routing_type], auto_created)
+            groups = self.remote.for_address(name)
+            if groups:
+                addr.set_remote(groups)
         elif not addr.has(routing_type):
             addr.routing_types |= RT_BIT[routing_type]
         else:
@@ -261,6 +281,7 @@ class Broker:
                 auto_created=auto_created,
             )
         log.info("created queue %s on %s (%s%s)", name, addr.name, q.routing_type_name, ", durable" if durable else "")
+        self.bindings_changed()
         return q
 
     def delete_queue(self, name: str, *, force: bool = False) -> int:
@@ -271,6 +292,7 @@ class Broker:
             c.target.queue_deleted(c)
         removed = self._remove_waiting(q)
         q.deleted = True
+        self.redistribution.forget(q)
         del self.queues[name]
         addr = self.addresses.get(q.address)
         if addr is not None:
@@ -283,6 +305,7 @@ class Broker:
             if self.persistence_enabled:
                 self.batch().delete_addresses.append(addr.name)
         log.info("deleted queue %s (%d messages removed)", name, removed)
+        self.bindings_changed()
         return removed
 
     def purge_queue(self, name: str) -> int:
@@ -316,6 +339,8 @@ class Broker:
             m.address = default_address
         if m.address not in self.addresses:
             check_name("address", m.address)
+        if m.address[0] == "$":
+            not_internal("address", m.address)
         if m.priority > 9:
             raise BrokerError(Reason.INVALID_REQUEST, f"priority {m.priority} is out of range 0..9")
         if m.routing_type not in (0, ANYCAST, MULTICAST):
@@ -325,7 +350,7 @@ class Broker:
         if not m.timestamp:
             m.timestamp = now
         m.node_id = self.node_id
-        if user:
+        if user or m.user_id:  # the authenticated user, never the client's word ("" with security off)
             m.user_id = user
         if not m.expiration:
             delay = self.settings(m.address).expiry_delay
@@ -339,17 +364,21 @@ class Broker:
         size = encoded + (m.body_size if m.large else 0)
         return ServerMessage(m, size), claim
 
-    def send(self, messages: Sequence[mpb.Message], default_address: str, user: str) -> StagedSend:
+    def send(self, messages: Sequence[mpb.Message], default_address: str, user: str,
+             access: Access | None = None) -> StagedSend:
         """Accept, route and stage a batch of sends from one producer; a message
-        that fails is rejected alone. Settle the result once `stored` resolves."""
+        that fails (or that `access` does not allow) is rejected alone. Settle
+        the result once `stored` resolves."""
         staged = StagedSend()
         for i, m in enumerate(messages):
             claim = None
             try:
                 if m.large:
                     raise BrokerError(Reason.INVALID_REQUEST, "a large message must be the only message of its batch")
+                if access is not None:
+                    access.check(Permission.SEND, m.address or default_address)
                 msg, claim = self.accept(m, default_address, user)
-                queues = self.route(msg)
+                queues = self.route(msg, access=access)
             except BrokerError as exc:
                 if claim is not None:  # accepted but not routable: its duplicate id was not used
                     self.duplicates.release([claim], delete_rows=False)
@@ -367,7 +396,8 @@ class Broker:
         refs = self.stage(msg, queues)
         staged.refs.extend(refs)
         staged.accepted.append(index)
-        if msg.persisted or (refs and refs[-1].paged):
+        # (A forwarded copy's refs come last: stored, they make the send durable too.)
+        if msg.persisted or (refs and (refs[-1].paged or refs[-1].persisted)):
             staged.durable = True
 
     def seal(self, staged: StagedSend) -> StagedSend:
@@ -384,13 +414,29 @@ class Broker:
         else:
             self.enqueue(staged.refs)
 
-    def route(self, msg: ServerMessage, *, moved: bool = False) -> list[Queue]:
+    def route(self, msg: ServerMessage, *, moved: bool = False, access: Access | None = None) -> list[Queue]:
         """The queues a message goes to: `routing.decide`, then each step the
         decision asks for (create the address or queue, redirect to the
         dead-letter address) and a new decision, until it is final. A full
         address with policy FAIL refuses the message (ADDRESS_FULL) and one
         with DROP routes it nowhere — unless it is being `moved` to a
-        dead-letter or expiry address, which pages it instead (paging.py)."""
+        dead-letter or expiry address, which pages it instead (paging.py).
+
+        The common case skips the decision: an address whose only queue has
+        no filter, and a message of that queue's routing type (or none), goes
+        to that queue — what `decide` answers there, without its cost.
+        `access` (a client's send) must allow what routing auto-creates."""
+        addr = self.addresses.get(msg.address)
+        if addr is not None:
+            sole = addr.sole
+            # (A message without a routing type takes it only when the address has no
+            # other: decide would otherwise consider, or auto-create, the other kind.)
+            if sole is not None and (msg.routing_type == sole.routing_type
+                                     or (not msg.routing_type and addr.routing_types == RT_BIT[sole.routing_type])):
+                if addr.max_bytes < 0:
+                    self._resolve_limits(addr)
+                if not (addr.refuses and not moved and self._full(addr)):
+                    return [sole]
         for _ in range(MAX_ROUTING_STEPS):
             addr = self.addresses.get(msg.address)
             settings = self.settings(msg.address)
@@ -399,7 +445,7 @@ class Broker:
                 if decision.advance_round_robin:
                     addr.round_robin += 1
                 policy = settings.address_full_policy
-                if policy != paging.PAGE and decision.targets and not moved and self._full(addr):
+                if policy in paging.REFUSING and decision.targets and not moved and self._full(addr):
                     if policy == paging.FAIL:
                         raise BrokerError(
                             Reason.ADDRESS_FULL,
@@ -409,10 +455,16 @@ class Broker:
                         )
                     addr.messages_dropped += 1
                     return []
+                if addr is not None and addr.remote and not moved:
+                    return self._balance(msg, addr, decision.targets)
                 return decision.targets
             if decision.create_address:
+                if access is not None:
+                    access.check(Permission.CREATE_ADDRESS, msg.address)
                 self.ensure_address(msg.address, decision.create_address, auto_created=addr is None or addr.auto_created)
             elif decision.create_queue:
+                if access is not None:
+                    access.check(Permission.CREATE_DURABLE_QUEUE, msg.address)
                 self.create_queue(decision.create_queue, msg.address, ANYCAST, auto_created=True)
             else:
                 dead_letter.redirect_unroutable(self, msg, decision.dead_letter_address)
@@ -420,38 +472,112 @@ class Broker:
                     MAX_ROUTING_STEPS)
         return []
 
-    def _full(self, addr) -> bool:
+    def _full(self, addr: Address | None) -> bool:
+        """Whether `addr` (None: an address not created yet) is full (paging.py);
+        resolves the address's limits on first use."""
         if addr is None:
-            return 0 <= self.global_max_size <= self.memory_bytes
-        limits = addr.limits
-        if limits is None:
-            limits = addr.limits = paging.limits(self.settings(addr.name))
-        return paging.address_full(addr.memory_bytes, addr.memory_messages, *limits, self.memory_bytes,
-                                   self.global_max_size)
+            return self.memory_bytes >= self.global_limit
+        if addr.max_bytes < 0:
+            self._resolve_limits(addr)
+        return (
+            addr.memory_bytes >= addr.max_bytes
+            or addr.memory_messages >= addr.max_messages
+            or self.memory_bytes >= self.global_limit
+        )
 
-    def _paged_targets(self, msg: ServerMessage, queues: list[Queue], addr) -> list[Queue]:
+    def _resolve_limits(self, addr: Address) -> None:
+        settings = self.settings(addr.name)
+        addr.max_bytes = paging.limit(settings.max_size_bytes)
+        addr.max_messages = paging.limit(settings.max_size_messages)
+        addr.blocks = settings.address_full_policy == paging.BLOCK
+        addr.refuses = settings.address_full_policy in paging.REFUSING
+
+    def blocked_address(self, messages: Sequence[mpb.Message], default_address: str) -> Address | None:
+        """The first address of `messages` that is full with policy BLOCK: the
+        batch must wait for room (producer_flow.py). None when it may go."""
+        last = None
+        for m in messages:
+            name = m.address or default_address
+            if name == last:
+                continue
+            last = name
+            addr = self.addresses.get(name)
+            if addr is None:
+                continue
+            if addr.max_bytes < 0:
+                self._resolve_limits(addr)
+            if addr.blocks and self._full(addr):
+                return addr
+        return None
+
+    def wait_for_room(self, addr: Address, callback: Callable[[], None]) -> None:
+        """Call `callback` (soon, from the event loop) once `addr` is no longer full."""
+        waiters = self._waiting_for_room.get(addr)
+        if waiters is None:
+            waiters = self._waiting_for_room[addr] = []
+            log.info(
+                "blocking message production on address %s: %d bytes, %d messages in memory "
+                "(max-size-bytes %d, max-size-messages %d; node %d of global-max-size %d)",
+                addr.name, addr.memory_bytes, addr.memory_messages, self.settings(addr.name).max_size_bytes,
+                self.settings(addr.name).max_size_messages, self.memory_bytes, self.global_max_size,
+            )
+        waiters.append(callback)
+
+    def _room_made(self) -> None:
+        """Memory was freed while some address blocks: wake the waiters of those with room."""
+        loop = asyncio.get_running_loop()
+        for addr in [a for a in self._waiting_for_room if not self._full(a)]:
+            log.info("unblocking message production on address %s", addr.name)
+            for callback in self._waiting_for_room.pop(addr):
+                loop.call_soon(callback)
+
+    def _paged_targets(self, msg: ServerMessage, queues: list[Queue], addr: Address) -> list[Queue]:
         """The queues that get `msg` as a paged message: all of them when the
         address is full (whatever its policy: FAIL and DROP were applied by
-        route, so this is a moved message), else those with a page to follow."""
+        route, so this is a moved message), else those with a page to follow.
+        Keeps `addr.paging` true while any queue of the address has a page."""
         if msg.large or not self.persistence_enabled:
             return []
         if self._full(addr):
+            addr.paging = True
             return queues
-        return [q for q in queues if q.paged_messages or q.paging_in]
+        addr.paging = any(q.has_page for q in addr.queues.values())
+        return [q for q in queues if q.has_page] if addr.paging else []
 
-    def stage(self, msg: ServerMessage, queues: Iterable[Queue]) -> list[Ref]:
-        """Create a message's references and add what must be stored to the batch."""
-        queues = list(queues)
-        now = now_ms()
-        addr = self.addresses.get(msg.address)  # every queue of a message is on its address
-        paged = self._paged_targets(msg, queues, addr) if queues else []
-        if paged:
-            queues = [q for q in queues if q not in paged]
-        stored = [q for q in queues if q.durable] if self.persistence_enabled and msg.durable else []
-        batch = self.batch() if (stored or msg.large or paged) else None
+    def stage(self, msg: ServerMessage, queues: list[Queue]) -> list[Ref]:
+        """Create a message's references and add what must be stored to the batch.
+
+        The hot path of every send: the common message (address not full, no
+        page, one queue) allocates its references and its rows, nothing else.
+        """
+        if msg.forwards is not None:
+            return self._stage_forwards(msg, queues)
+        refs: list[Ref] = []
+        if not queues:
+            if msg.large:
+                self.drop_large_body(msg)  # nobody will read it
+            return refs
+        addr = queues[0].home  # every queue of a message is on its address
+        paged: list[Queue] = []
+        if (addr.paging or addr.memory_bytes >= addr.max_bytes or addr.memory_messages >= addr.max_messages
+                or self.memory_bytes >= self.global_limit):
+            paged = self._paged_targets(msg, queues, addr)
+            if paged:
+                queues = [q for q in queues if q not in paged]
+        stored = 0
+        first: Queue | None = None
+        if msg.durable and self.persistence_enabled:
+            for q in queues:
+                if q.durable:
+                    stored += 1
+                    first = first or q
+        batch = now = None
+        if stored or paged:
+            batch = self.batch()
+            now = now_ms()
         if stored:
             msg.persisted = True
-            msg.inline = len(stored) == 1
+            msg.inline = stored == 1
             batch.add_messages.add(
                 message_id=msg.id,
                 data=msg.proto.SerializeToString(),
@@ -459,27 +585,25 @@ class Broker:
                 size=msg.size,
                 timestamp=msg.timestamp,
                 large=msg.large,
-                queue_id=stored[0].id if msg.inline else 0,
+                queue_id=first.id if msg.inline else 0,
             )
-        refs = []
         for q in queues:
-            ref = Ref(msg, q, 0, bool(stored) and q.durable)
-            msg.refs += 1
+            persisted = stored > 0 and q.durable
+            refs.append(Ref(msg, q, 0, persisted))
             q.incoming += 1
-            if ref.persisted:
+            if persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
                 batch.events.add(
                     timestamp=now, kind=ENQUEUED, address=msg.address, queue=q.name, message_id=msg.id,
                     size=msg.size, message_timestamp=msg.timestamp,
                 )
-            refs.append(ref)
         if queues:  # in memory from now: a full address must see what is on its way in
+            msg.refs += len(queues)
             held = msg.size * len(queues)
             self.memory_bytes += held
-            if addr is not None:
-                addr.memory_bytes += held
-                addr.memory_messages += len(queues)
+            addr.memory_bytes += held
+            addr.memory_messages += len(queues)
         if paged:
             data = msg.proto.SerializeToString()
             for q in paged:
@@ -493,8 +617,102 @@ class Broker:
                 q.incoming += 1
                 q.paging_in += 1
                 refs.append(ref)
-        if not refs and msg.large:
-            batch.delete_large_messages.append(msg.id)  # its chunks were stored; nobody will read them
+        return refs
+
+    # ------------------------------------------------------------ cluster
+
+    def bindings_changed(self) -> None:
+        """Queues or consumers changed: links offering our bindings re-offer them."""
+        for notify in self._binding_watchers:
+            notify()
+
+    def consumer_attached(self, q: Queue) -> None:
+        self.redistribution.consumer_attached(q)
+        self.bindings_changed()
+
+    def consumer_detached(self, q: Queue) -> None:
+        if not q.consumers:
+            self.redistribution.consider(q)
+        self.bindings_changed()
+
+    def watch_bindings(self, notify: Callable[[], None]) -> Callable[[], None]:
+        """Call `notify` whenever bindings change; returns the function that stops it."""
+        self._binding_watchers.add(notify)
+        return lambda: self._binding_watchers.discard(notify)
+
+    def _remote_changed(self, addresses: set[str]) -> None:
+        for name in addresses:
+            addr = self.addresses.get(name)
+            if addr is not None:
+                addr.set_remote(self.remote.for_address(name))
+                for q in list(addr.queues.values()):
+                    if q in self.redistribution.active:
+                        self.redistribution.run(q)
+                    else:
+                        self.redistribution.consider(q)
+        self.bindings_changed()
+
+    def _balance(self, msg: ServerMessage, addr: Address, targets: list[Queue]) -> list[Queue]:
+        """Cluster load balancing after the local decision: each queue group
+        (a queue name across the cluster) gets the message once, on the member
+        `balancing.choose` picks; a remote member means a forwarded copy
+        (`msg.forwards`, staged by `stage`). Multicast subscriptions held only
+        on other nodes get their copy too."""
+        groups = addr.remote
+        positions = addr.cluster_round_robin
+        local: list[Queue] = []
+        forwards: dict = {}
+        seen: set[str] = set()
+        for q in targets:
+            seen.add(q.name)
+            remote = groups.get(q.name)
+            if not remote:
+                local.append(q)
+                continue
+            chosen = self._choose(msg, q.name, q, remote, positions)
+            if chosen is q:
+                local.append(q)
+            elif chosen is not None:
+                forwards.setdefault(chosen.link, []).append(chosen.key)
+        if msg.routing_type != ANYCAST:
+            for name, remote in groups.items():
+                if name in seen or name in addr.queues or remote[0].routing_type != MULTICAST:
+                    continue
+                chosen = self._choose(msg, name, None, remote, positions)
+                if chosen is not None:
+                    forwards.setdefault(chosen.link, []).append(chosen.key)
+        if forwards:
+            msg.forwards = forwards
+        return local
+
+    @staticmethod
+    def _choose(msg: ServerMessage, name: str, local: Queue | None, remote, positions: dict[str, int]):
+        position = positions.get(name, 0)
+        chosen, advanced = balancing.choose(remote[0].link.load_balancing, local, remote, msg, position)
+        if advanced:
+            positions[name] = position + 1
+        return chosen
+
+    def _stage_forwards(self, msg: ServerMessage, queues: list[Queue]) -> list[Ref]:
+        """Stage `msg` for its local queues and a copy for each link it is
+        forwarded over: a new message in the link's store-and-forward queue,
+        stored with the message (same commit, same confirm), naming the
+        bindings it goes to on the other side."""
+        forwards, msg.forwards = msg.forwards, None
+        refs = self.stage(msg, queues) if queues else []
+        for link, keys in forwards.items():
+            sf = link.store_and_forward_queue()
+            proto = mpb.Message()
+            proto.CopyFrom(msg.proto)
+            proto.message_id = self.next_message_id()
+            proto.properties[ROUTE_TO].string_value = ROUTE_SEP.join(keys)
+            copy = ServerMessage(proto, msg.size)
+            if msg.large:
+                self.copy_large_body(msg, copy)
+            refs.extend(self.stage(copy, [sf]))
+            link.routed += 1
+        if msg.large and not queues and msg.refs == 0:
+            self.drop_large_body(msg)  # only its copies go anywhere (deleted after the copy, same batch)
         return refs
 
     def enqueue(self, refs: Iterable[Ref]) -> None:
@@ -524,16 +742,19 @@ class Broker:
     def _run_dispatch(self) -> None:
         self._dispatch_scheduled = False
         dirty, self._dirty = self._dirty, set()
+        active = self.redistribution.active
         for q in dirty:
             if not q.deleted:
+                if active and q in active:
+                    self.redistribution.run(q)
                 q.dispatch(self.expire)
                 if q.consumers and not q.depaging and paging.should_read_page(
                     q.waiting, q.paged_messages, q.paged_bytes, self.settings(q.address).page_size_bytes
                 ):
                     q.depaging = True
-                    asyncio.get_running_loop().create_task(self._read_page(q))
+                    asyncio.get_running_loop().create_task(self.read_page(q))
 
-    async def _read_page(self, q: Queue) -> None:
+    async def read_page(self, q: Queue) -> None:
         """Bring the next page of `q`'s paged messages into memory, in order."""
         try:
             resp = await self.journal.read_page(
@@ -583,6 +804,8 @@ class Broker:
         if addr is not None:
             addr.memory_bytes -= size
             addr.memory_messages -= 1
+        if self._waiting_for_room:
+            self._room_made()
 
     # ------------------------------------------------------------ after delivery
 
@@ -597,25 +820,43 @@ class Broker:
         self._free(ref)
         msg = ref.msg
         msg.refs -= 1
-        if ref.paged:  # its own row in the page, for this queue only
-            self.batch().delete_paged.add(queue_id=ref.queue.id, message_id=msg.id)
-            self.event(kind, ref)
-            return
         if ref.persisted:
+            q = ref.queue
             batch = self.batch()
-            if msg.inline:
+            if ref.paged:  # its own row in the page, for this queue only
+                batch.delete_paged.add(queue_id=q.id, message_id=msg.id)
+            elif msg.inline:
                 # The row holds the only stored reference: it goes now, even if
                 # non-durable queues still hold the message in memory.
                 batch.delete_messages.append(msg.id)
                 msg.persisted = False
             else:
-                batch.delete_refs.add(queue_id=ref.queue.id, message_id=msg.id)
-            self.event(kind, ref)
+                batch.delete_refs.add(queue_id=q.id, message_id=msg.id)
+            batch.events.add(
+                timestamp=now_ms(), kind=kind, address=msg.address, queue=q.name, message_id=msg.id,
+                size=msg.size, delivery_count=ref.delivery_count, message_timestamp=msg.timestamp,
+            )
+            if ref.paged:
+                return
         if msg.refs == 0:
             if msg.large:
-                self.batch().delete_large_messages.append(msg.id)
+                self.drop_large_body(msg)
             elif msg.persisted:
                 self.batch().delete_messages.append(msg.id)
+
+    def drop_large_body(self, msg: ServerMessage) -> None:
+        """A large message's body is no longer needed: its stored chunks go
+        (in memory, when persistence is disabled, they simply go with it)."""
+        if msg.chunks is None and self.persistence_enabled:
+            self.batch().delete_large_messages.append(msg.id)
+        msg.chunks = None
+
+    def copy_large_body(self, src: ServerMessage, copy: ServerMessage) -> None:
+        """`copy` (a dead-lettered or expired message) gets `src`'s body."""
+        if src.chunks is not None:
+            copy.chunks = src.chunks  # never changed once received: shared
+        else:
+            self.batch().copy_large_messages.add(from_message_id=src.id, to_message_id=copy.id)
 
     def cancel(self, ref: Ref) -> None:
         """A delivery came back unacknowledged (nack, consumer closed, rollback)."""

@@ -64,5 +64,5 @@ def move(broker: Broker, ref: Ref, target: str | None, kind: int) -> None:
     ensure_target(broker, target)
     queues = broker.route(moved, moved=True)
     if moved.large:
-        broker.batch().copy_large_messages.add(from_message_id=src.id, to_message_id=moved.id)
+        broker.copy_large_body(src, moved)
     broker.enqueue_when_stored(broker.stage(moved, queues))

@@ -4,6 +4,12 @@ Like Artemis's DuplicateIDCache: a bounded FIFO of the last id-cache-size ids
 per address. Positions grow monotonically so the journal can delete exactly
 the evicted entry even if the same id was added again since.
 `DuplicateDetection` is the router's use of the caches: claim, persist, release.
+
+Entries alone would not bound memory (an id may be 255 characters), so each
+cache is also bounded in bytes (id-cache-max-bytes, estimated as each id's
+characters plus ENTRY_OVERHEAD): past it, the cache forgets its oldest ids
+— always keeping its newest — and its window is shorter than id-cache-size;
+a warning says so once per address.
 """
 
 from __future__ import annotations
@@ -12,14 +18,30 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import logging
+
 from meshmq.errors import BrokerError, Reason
 from meshmq.v1 import journal_pb2 as jpb
 
+log = logging.getLogger("meshmq.router")
+
+# Estimated bytes one cache entry costs besides its id's characters: the str
+# object, the position int and the ordered dict's slot.
+ENTRY_OVERHEAD = 120
+
+
+def entry_bytes(dup_id: str) -> int:
+    return len(dup_id) + ENTRY_OVERHEAD
+
 
 class DuplicateIdCache:
-    def __init__(self, address: str, size: int) -> None:
+    def __init__(self, address: str, size: int, max_bytes: int = -1) -> None:
         self.address = address
         self.size = max(1, size)
+        self.max_bytes = max_bytes  # -1: no limit
+        self.bytes = 0
+        # Set once the byte bound has made it forget ids the entry count would have kept.
+        self.shortened = False
         self._ids: OrderedDict[str, int] = OrderedDict()
         self._next_position = 1
 
@@ -35,10 +57,19 @@ class DuplicateIdCache:
         self._next_position += 1
         self._ids[dup_id] = pos
         self._ids.move_to_end(dup_id)
+        self.bytes += entry_bytes(dup_id)
+        return pos, self._evict()
+
+    def _evict(self) -> list[tuple[str, int]]:
+        """The oldest entries past the entry count or the byte bound, removed."""
         evicted = []
         while len(self._ids) > self.size:
             evicted.append(self._ids.popitem(last=False))
-        return pos, evicted
+        while 0 <= self.max_bytes < self.bytes - sum(entry_bytes(d) for d, _ in evicted) and len(self._ids) > 1:
+            evicted.append(self._ids.popitem(last=False))
+            self.shortened = True
+        self.bytes -= sum(entry_bytes(d) for d, _ in evicted)
+        return evicted
 
     def entries(self) -> list[tuple[str, int]]:
         """(id, position) of every entry, oldest first."""
@@ -48,6 +79,7 @@ class DuplicateIdCache:
         """Forget an id whose message was not stored after all (failed or rolled back)."""
         if self._ids.get(dup_id) == position:
             del self._ids[dup_id]
+            self.bytes -= entry_bytes(dup_id)
 
     def restore(self, dup_id: str, position: int) -> list[tuple[str, int]]:
         """Load an entry from the journal at recovery (oldest first).
@@ -55,12 +87,12 @@ class DuplicateIdCache:
         Returns entries pushed out because the configured size shrank, so the
         caller can delete them from the journal too.
         """
+        if dup_id in self._ids:
+            self.bytes -= entry_bytes(dup_id)
         self._ids[dup_id] = position
         self._next_position = max(self._next_position, position + 1)
-        evicted = []
-        while len(self._ids) > self.size:
-            evicted.append(self._ids.popitem(last=False))
-        return evicted
+        self.bytes += entry_bytes(dup_id)
+        return self._evict()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +116,11 @@ class DuplicateDetection:
 
     def __init__(
         self, cache_size: Callable[[str], int | None], default_size: int, persist: bool,
-        batch: Callable[[], jpb.AppendRequest],
+        batch: Callable[[], jpb.AppendRequest], max_bytes: int = -1,
     ) -> None:
         self._cache_size = cache_size
         self._default_size = default_size
+        self.max_bytes = max_bytes
         self.persist_enabled = persist
         self._batch = batch
         self._caches: dict[str, DuplicateIdCache] = {}
@@ -96,7 +129,7 @@ class DuplicateDetection:
         cache = self._caches.get(address)
         if cache is None:
             size = self._cache_size(address) or self._default_size
-            cache = self._caches[address] = DuplicateIdCache(address, size)
+            cache = self._caches[address] = DuplicateIdCache(address, size, self.max_bytes)
         return cache
 
     def claim(self, address: str, duplicate_id: str) -> DuplicateClaim:
@@ -104,7 +137,13 @@ class DuplicateDetection:
         cache = self.cache(address)
         if duplicate_id in cache:
             raise BrokerError(Reason.DUPLICATE_ID, f"duplicate id {duplicate_id!r} was already sent to {address!r}")
+        was_shortened = cache.shortened
         pos, evicted = cache.add(duplicate_id)
+        if cache.shortened and not was_shortened:
+            log.warning(
+                "duplicate-id cache of address %s reached id-cache-max-bytes (%d): it remembers %d ids, "
+                "fewer than its id-cache-size %d", address, self.max_bytes, len(cache), cache.size,
+            )
         if self.persist_enabled and evicted:
             batch = self._batch()
             for dup_id, old in evicted:

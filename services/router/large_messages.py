@@ -6,6 +6,10 @@ journal every few chunks, which holds the session's stream, so HTTP/2 flow
 control paces the producer: the router never holds more than a few chunks of
 a large body. Streaming reads a window of chunks at a time and waits while
 the session's outgoing buffer is full.
+
+With persistence-enabled: false nothing may be written to the journal, so
+the body is held in memory (`ServerMessage.chunks`) and streamed from there;
+it counts towards the address's and the node's memory like any message.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from meshmq.errors import BrokerError, Reason
+from meshmq.security.authorization import Permission
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
+from .access import Access
 from .broker import Broker
 from .duplicates import DuplicateClaim
 from .message import Ref, ServerMessage
@@ -60,15 +66,21 @@ class LargeMessageReceiver:
         self.broker = broker
         self.current: LargeUpload | None = None
 
-    def begin(self, producer_id: int, batch_id: int, m: mpb.Message, default_address: str, user: str) -> None:
-        """Take a large message's header; BrokerError if it is refused (its chunks are then dropped)."""
+    def begin(self, producer_id: int, batch_id: int, m: mpb.Message, default_address: str, user: str,
+              access: Access | None = None) -> None:
+        """Take a large message's header; BrokerError if it is refused, by the
+        broker or by `access` (its chunks are then dropped)."""
         if self.current is not None:
             raise BrokerError(Reason.INVALID_REQUEST, "a large message is already being sent on this session")
         try:
+            if access is not None:
+                access.check(Permission.SEND, m.address or default_address)
             msg, claim = self.broker.accept(m, default_address, user)
         except BrokerError:
             self.current = LargeUpload(producer_id, batch_id, None, None)  # swallow its chunks
             raise
+        if not self.broker.persistence_enabled:
+            msg.chunks = []
         self.current = LargeUpload(producer_id, batch_id, msg, claim)
 
     async def receive(self, chunk: LargeBodyChunk) -> UploadDone | None:
@@ -81,10 +93,14 @@ class LargeMessageReceiver:
                 self.current = None
             return None
         broker = self.broker
-        broker.batch().add_large_chunks.add(message_id=up.msg.id, seq=up.seq, data=chunk.data)
+        in_memory = up.msg.chunks is not None
+        if in_memory:
+            up.msg.chunks.append(chunk.data)
+        else:
+            broker.batch().add_large_chunks.add(message_id=up.msg.id, seq=up.seq, data=chunk.data)
         up.seq += 1
         up.received += len(chunk.data)
-        if up.seq % COMMIT_EVERY_CHUNKS == 0 or chunk.last:
+        if not in_memory and (up.seq % COMMIT_EVERY_CHUNKS == 0 or chunk.last):
             resp = await broker.stored()
             if not resp.ok:
                 return self.abort(up, BrokerError(Reason(resp.reason), resp.message))
@@ -106,13 +122,13 @@ class LargeMessageReceiver:
         self.current = None
         if up.claim is not None:
             self.broker.duplicates.release([up.claim], delete_rows=True)
-        self.broker.batch().delete_large_messages.append(up.msg.id)
+        self.broker.drop_large_body(up.msg)
         return UploadDone(up, err)
 
     def discard(self) -> None:
         """The session closed mid-upload: the stored chunks go."""
         if self.current is not None and self.current.msg is not None:
-            self.broker.batch().delete_large_messages.append(self.current.msg.id)
+            self.broker.drop_large_body(self.current.msg)
         self.current = None
 
 
@@ -125,9 +141,7 @@ async def stream_body(
     msg = ref.msg
     total, sent, seq = msg.proto.body_size, 0, 0
     while sent < total and not is_closed():
-        chunks = await broker.journal.read_large(
-            jpb.ReadLargeMessageRequest(message_id=msg.id, from_seq=seq, max_chunks=READ_CHUNKS)
-        )
+        chunks = await _read_chunks(broker, msg, seq)
         if not chunks:
             raise RuntimeError(f"large message {msg.id} is missing chunks from {seq}")
         for ch in chunks:
@@ -137,3 +151,13 @@ async def stream_body(
             sent += len(ch.data)
             seq = ch.seq + 1
             send_chunk(ch.data, sent >= total)
+
+
+async def _read_chunks(broker: Broker, msg: ServerMessage, seq: int) -> list[jpb.LargeMessageChunk]:
+    """The next few chunks of a body from `seq`: from memory, or from the journal."""
+    if msg.chunks is not None:
+        return [jpb.LargeMessageChunk(seq=i, data=data)
+                for i, data in enumerate(msg.chunks[seq:seq + READ_CHUNKS], start=seq)]
+    return await broker.journal.read_large(
+        jpb.ReadLargeMessageRequest(message_id=msg.id, from_seq=seq, max_chunks=READ_CHUNKS)
+    )

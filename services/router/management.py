@@ -1,18 +1,30 @@
-"""The Management gRPC service: what the CLI and the admin gateway call."""
+"""The Management gRPC service: what the CLI and the admin gateway call.
+
+Every method authenticates its caller and checks the permission access.py
+lists for it before it reads or changes anything."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 import grpc
 
 from meshmq import __version__
 from meshmq.errors import BrokerError, abort_with
+from meshmq.security.authentication import Authenticator
+from meshmq.security.authorization import Authorizer, Permission
 from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 
-from .auth import Authenticator
+from .access import MANAGEMENT_ADDRESS, access_for
+from .addresses import not_internal
 from .broker import Broker
 from .queue import Queue
 from .client_topology import ClientTopology
+
+
+# What listing and node information need (access.py).
+_MANAGE = ((Permission.MANAGE, MANAGEMENT_ADDRESS),)
 
 
 def queue_info(q: Queue) -> mgpb.QueueInfo:
@@ -37,14 +49,24 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 
 
 class ManagementServicer(mggrpc.ManagementServicer):
-    def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology) -> None:
+    def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
+                 authorizer: Authorizer | None = None, bridges: Callable[[], Iterable] = tuple) -> None:
         self.broker = broker
+        # The node's cluster bridges (ClusterConnections.bridges), for GetClusterState.
+        self.bridges = bridges
         self.auth = auth
         self.topology = topology
+        self.authorizer = authorizer or Authorizer(enabled=False)
 
-    async def _guard(self, context: grpc.aio.ServicerContext, fn):
+    async def _guard(self, context: grpc.aio.ServicerContext, fn,
+                     needed: Callable[[], Iterable[tuple[Permission, str]]] = lambda: _MANAGE):
+        """Authenticate, check each (permission, address) `needed` gives, then run `fn`."""
         try:
-            self.auth.authenticate(context)
+            user = self.auth.authenticate(context)
+            access = access_for(self.authorizer, user)
+            if access is not None:
+                for permission, address in needed():
+                    access.check(permission, address)
             return fn()
         except BrokerError as exc:
             await abort_with(context, exc)
@@ -61,6 +83,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 journal=b.journal.description,
                 epoch=b.epoch,
             ),
+            lambda: (),  # every client asks at first contact (access.py)
         )
 
     async def ListAddresses(self, request, context):
@@ -90,6 +113,29 @@ class ManagementServicer(mggrpc.ManagementServicer):
 
         return await self._guard(context, run)
 
+    async def GetClusterState(self, request, context):
+        def run():
+            b = self.broker
+            state = mgpb.ClusterState(node_id=b.node_id, node_name=b.name)
+            for bridge in sorted(self.bridges(), key=lambda x: x.name):
+                sf = bridge._sf
+                state.bridges.add(
+                    cluster_connection=bridge.cc_name, endpoint=bridge.endpoint,
+                    target_node_id=bridge.target_node_id, target_node_name=bridge.target_node_name,
+                    state=bridge.state, problem=bridge.problem, routed=bridge.routed, forwarded=bridge.forwarded,
+                    confirmed=bridge.confirmed, pending=bridge.pending, retries=bridge.retries,
+                    store_and_forward_queue=sf.name if sf is not None else "",
+                )
+            for rb in sorted(b.remote.all(), key=lambda r: (r.address, r.queue, r.node_name)):
+                state.remote_bindings.add(
+                    node_id=rb.node_id, node_name=rb.node_name, queue=rb.queue, address=rb.address,
+                    routing_type=rb.routing_type, filter=rb.filter_text, consumer_filters=rb.consumer_filters,
+                    hops=rb.hops, via=rb.link.name,
+                )
+            return state
+
+        return await self._guard(context, run)
+
     async def ListConsumers(self, request, context):
         def run():
             out = mgpb.ListConsumersResponse()
@@ -113,6 +159,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
 
     async def CreateQueue(self, request, context):
         def run():
+            not_internal("queue", request.name)
+            not_internal("address", request.address)
             q = self.broker.create_queue(
                 request.name,
                 request.address or request.name,
@@ -122,12 +170,24 @@ class ManagementServicer(mggrpc.ManagementServicer):
             )
             return queue_info(q)
 
-        return await self._guard(context, run)
+        def needed():
+            address = request.address or request.name
+            if address not in self.broker.addresses:
+                yield Permission.CREATE_ADDRESS, address
+            durable = request.durable and self.broker.persistence_enabled
+            yield (Permission.CREATE_DURABLE_QUEUE if durable else Permission.CREATE_NON_DURABLE_QUEUE), address
+
+        return await self._guard(context, run, needed)
 
     async def DeleteQueue(self, request, context):
+        def needed():
+            q = self.broker.get_queue(request.name)
+            yield (Permission.DELETE_DURABLE_QUEUE if q.durable else Permission.DELETE_NON_DURABLE_QUEUE), q.address
+
         return await self._guard(
             context,
             lambda: mgpb.DeleteQueueResponse(messages_removed=self.broker.delete_queue(request.name, force=request.force)),
+            needed,
         )
 
     async def WatchTopology(self, request, context):
@@ -141,5 +201,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
 
     async def PurgeQueue(self, request, context):
         return await self._guard(
-            context, lambda: mgpb.PurgeQueueResponse(messages_removed=self.broker.purge_queue(request.name))
+            context,
+            lambda: mgpb.PurgeQueueResponse(messages_removed=self.broker.purge_queue(request.name)),
+            lambda: [(Permission.MANAGE, self.broker.get_queue(request.name).address)],
         )

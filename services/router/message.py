@@ -27,6 +27,8 @@ class ServerMessage:
         "refs",
         "persisted",
         "inline",
+        "chunks",
+        "forwards",
         "_props",
     )
 
@@ -47,6 +49,12 @@ class ServerMessage:
         self.persisted = False
         # True when its only stored queue reference lives on the message row.
         self.inline = False
+        # A large message's body when it is held in memory instead of the
+        # journal (persistence-enabled: false); None otherwise.
+        self.chunks: list[bytes] | None = None
+        # Set by cluster routing: the links that get a copy, each with the
+        # bindings ("node_id/queue") it was routed to there (Broker.stage copies it).
+        self.forwards: dict | None = None
         self._props: dict[str, PropertyValue | None] | None = None
 
     def lookup(self, name: str) -> PropertyValue | None:

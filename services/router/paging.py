@@ -10,6 +10,9 @@ An address is full when the messages its queues hold in memory reach
   drains. While a queue has paged messages, every new message for it is
   paged too — whether or not the address is still full — so the queue stays
   FIFO. Recovery does not load paged messages.
+* BLOCK: producers sending to it are held until it has room again
+  (producer_flow.py); a message that still arrives while it is full (the
+  rest of a batch already accepted, a transaction's commit) is paged.
 * FAIL: the send is refused with ADDRESS_FULL.
 * DROP: the message is dropped and counted on the address.
 
@@ -28,27 +31,20 @@ page expire when they are read back, not by the expiry reaper.
 
 from __future__ import annotations
 
-from meshmq.config.address_settings import ResolvedAddressSettings
-
-PAGE, FAIL, DROP = "PAGE", "FAIL", "DROP"
+PAGE, BLOCK, FAIL, DROP = "PAGE", "BLOCK", "FAIL", "DROP"
+# The policies under which route() refuses or drops a message for a full address.
+REFUSING = frozenset({FAIL, DROP})
 # Most messages read back in one page, whatever page-size-bytes allows.
 MAX_PAGE_MESSAGES = 10_000
 
 
-def address_full(memory_bytes: int, memory_messages: int, max_size_bytes: int, max_size_messages: int,
-                 node_bytes: int, global_max_size: int) -> bool:
-    """Whether an address is full: its own limits (-1: none), or the node's (pure).
-    Called for every routed message: plain ints, cheapest test first."""
-    return (
-        0 <= global_max_size <= node_bytes
-        or 0 <= max_size_bytes <= memory_bytes
-        or 0 <= max_size_messages <= memory_messages
-    )
+# What "no limit" (-1) becomes, so that a full check is a plain comparison.
+NO_LIMIT = 1 << 62
 
 
-def limits(settings: ResolvedAddressSettings) -> tuple[int, int]:
-    """(max-size-bytes, max-size-messages) of an address's settings."""
-    return settings.max_size_bytes, settings.max_size_messages
+def limit(value: int) -> int:
+    """A configured size limit (-1: none) as a bound to compare with."""
+    return value if value >= 0 else NO_LIMIT
 
 
 def should_read_page(waiting: int, paged_messages: int, paged_bytes: int, page_size_bytes: int) -> bool:

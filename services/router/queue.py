@@ -131,6 +131,10 @@ class Queue:
         self._buckets[ref.msg.priority].appendleft(ref)
         self.waiting += 1
 
+    def has_consumer_for(self, msg) -> bool:
+        """Some attached consumer's filter takes `msg` (ON_DEMAND balancing asks)."""
+        return any(c.selector is None or c.selector.matches(msg.lookup) for c in self.consumers)
+
     def add_consumer(self, consumer: ServerConsumer) -> None:
         self.consumers.append(consumer)
         self._unpark()
@@ -154,6 +158,16 @@ class Queue:
             refs.append(ref)
         self.delayed.clear()
         return refs
+
+    def remove_waiting(self, ids: set[int]) -> None:
+        """Take the waiting references whose id() is in `ids` out of the queue
+        (redistribution moves them); the others keep their order."""
+        for lists in (self._buckets, self._parked):
+            for p, refs in enumerate(lists):
+                if refs:
+                    kept = deque(r for r in refs if id(r) not in ids)
+                    self.waiting -= len(refs) - len(kept)
+                    lists[p] = kept
 
     def iter_waiting(self):
         for p in range(PRIORITIES - 1, -1, -1):

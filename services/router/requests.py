@@ -27,6 +27,7 @@ class OpenSession:
 class CreateProducer:
     producer_id: int
     address: str
+    window_size: int = 0  # producer credits announced by the client (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,8 @@ def _convert(req: bpb.SessionRequest, kind: str):
     if kind == "nack":
         return Reject(req.nack.consumer_id, req.nack.delivery_ids)
     if kind == "create_producer":
-        return CreateProducer(req.create_producer.producer_id, req.create_producer.address)
+        p = req.create_producer
+        return CreateProducer(p.producer_id, p.address, p.window_size)
     if kind == "create_consumer":
         c = req.create_consumer
         return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type)

@@ -14,13 +14,20 @@ from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
-from meshmq.transport import MAX_CLIENT_FRAME, add_servicer, bind_listener, server_options
+from meshmq.security.authentication import Authenticator
+from meshmq.security.authorization import Authorizer
+from meshmq.security.passwords import is_hashed
+from meshmq.transport import MAX_CLIENT_FRAME, UserCheck, add_servicer, bind_listener, server_options
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
+from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import management_pb2 as mgpb
 
-from .auth import Authenticator
+from .access import access_for
 from .broker import Broker
+from .cluster.link_service import ClusterServicer
+from .cluster.manager import ClusterConnections
+from .cluster.scale_down import choose_target, scale_down
 from .management import ManagementServicer
 from .requests import open_session, session_command
 from .routing import ANYCAST, MULTICAST
@@ -33,9 +40,10 @@ _LOW_WATER = 4
 
 
 class BrokerServicer(bgrpc.BrokerServicer):
-    def __init__(self, broker: Broker, auth: Authenticator) -> None:
+    def __init__(self, broker: Broker, auth: Authenticator, authorizer: Authorizer) -> None:
         self.broker = broker
         self.auth = auth
+        self.authorizer = authorizer
         self.sessions: dict[str, ServerSession] = {}
 
     async def Session(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
@@ -52,7 +60,10 @@ class BrokerServicer(bgrpc.BrokerServicer):
         except BrokerError as exc:
             await abort_with(context, exc)
             return
-        session = ServerSession(self.broker, uuid.uuid4().hex, opening.client_id, opening.transacted, user)
+        session = ServerSession(
+            self.broker, uuid.uuid4().hex, opening.client_id, opening.transacted, user,
+            access_for(self.authorizer, user),
+        )
         self.sessions[session.id] = session
         session.send(
             bpb.SessionResponse(
@@ -102,6 +113,9 @@ def global_max_size(configured: int) -> int:
     return psutil.virtual_memory().total // 2
 
 
+LINK_METHOD = "/meshmq.v1.Cluster/Link"
+
+
 class RouterNode:
     """One broker node: a Broker behind its acceptors."""
 
@@ -114,6 +128,7 @@ class RouterNode:
             address_settings=AddressSettingsResolver.from_config(config),
             id_cache_size=config.id_cache_size,
             persist_id_cache=config.persist_id_cache,
+            id_cache_max_bytes=config.id_cache_max_bytes,
             persistence_enabled=config.persistence_enabled,
             global_max_size=global_max_size(config.global_max_size),
         )
@@ -121,19 +136,42 @@ class RouterNode:
         self.endpoints: list[str] = []
         self.topology = ClientTopology()
         self._reaper: asyncio.Task | None = None
+        self.cluster = ClusterConnections(config, self.broker)
+        self.links: ClusterServicer | None = None
 
     async def start(self) -> list[str]:
         await self.broker.start()
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
-        self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME))
-        add_servicer(self.server, BrokerServicer(self.broker, auth), bpb.DESCRIPTOR.services_by_name["Broker"])
+        # With security on, a caller without a valid user is refused before any method runs.
+        checks = [UserCheck(auth.identify, service=f"router {self.config.name}", own_check=(LINK_METHOD,))
+                  ] if auth.enabled else []
+        self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME), interceptors=checks)
+        authorizer = Authorizer.from_config(self.config)
+        plain = [u.username for u in self.config.users if not is_hashed(u.password)]
+        if self.config.security_enabled and plain:
+            log.warning("users %s have plain-text passwords in the configuration: store salted hashes instead "
+                        "(`meshmq user hash`, docs/security.md)", ", ".join(plain))
+        if self.config.security_enabled and not authorizer.active:
+            log.warning("security-enabled is true but there are no security-settings: every authenticated user "
+                        "may do everything (docs/security.md shows how to grant permissions to roles)")
+        self.sessions = BrokerServicer(self.broker, auth, authorizer)
+        add_servicer(self.server, self.sessions, bpb.DESCRIPTOR.services_by_name["Broker"])
         add_servicer(
-            self.server, ManagementServicer(self.broker, auth, self.topology), mgpb.DESCRIPTOR.services_by_name["Management"]
+            self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
+                                            bridges=lambda: self.cluster.bridges.values()),
+            mgpb.DESCRIPTOR.services_by_name["Management"],
         )
+        live_only = self.config.ha_policy.live_only
+        sd = live_only.scale_down if live_only is not None else None  # told even when this node's own is disabled
+        self.links = ClusterServicer(self.broker, self.config.cluster_user, self.config.cluster_password,
+                                     members=self.cluster.members, group_name=sd.group_name or "" if sd else "",
+                                     security_enabled=self.config.security_enabled)
+        add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])
         for acc in self.config.acceptors:
             self.endpoints.append(bind_listener(self.server, acc, f"acceptor {acc.name!r}"))
         await self.server.start()
+        self.cluster.start(self.endpoints)
         await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())
         log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
@@ -176,9 +214,30 @@ class RouterNode:
         halted.cancel()
         stopped.cancel()
 
+    async def close_sessions(self, redirect: bpb.Redirect | None = None, timeout: float = 10.0) -> None:
+        """End every client session (their deliveries go back to their queues),
+        first telling each client where to reconnect when `redirect` is given."""
+        for session in list(self.sessions.sessions.values()):
+            if redirect is not None:
+                session.out.put_nowait(bpb.SessionResponse(redirect=redirect))
+            session.out.put_nowait(None)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.sessions.sessions and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+
+    async def scale_down(self) -> None:
+        """ha-policy live-only scale-down: everything to another node (raises ScaleDownFailed)."""
+        await self.cluster.stop()  # its links would forward on their own meanwhile
+        endpoint, node_id = await choose_target(self.config, self.broker, self.endpoints)
+        await self.close_sessions(bpb.Redirect(node_id=node_id, connector=endpoint, reason="scale-down"))
+        await scale_down(self.config, self.broker, endpoint)
+
     async def stop(self, grace: float = 2.0) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
+        await self.cluster.stop()
+        if self.links is not None:
+            self.links.close()
         if self.server is not None:
             try:
                 await self.server.stop(grace)

@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import JournalAPI
-from meshmq.runtime import NodeHalted, first_done, report_ready, until_signalled
+from meshmq.runtime import NodeHalted, ScaleDownFailed, first_done, report_ready, until_signalled
+from meshmq.security.cluster_identity import start_warnings
 
 from .membership import RouterMembership
 from .server import RouterNode
@@ -27,6 +28,8 @@ async def run_router(
     config: BrokerConfig, journal: JournalAPI, *, ready_file: str | None = None,
     on_ready: Callable[[dict], None] | None = None,
 ) -> None:
+    for warning in start_warnings(config, "router"):
+        log.warning(warning)
     node = RouterNode(config, journal)
     await node.start()
     membership = RouterMembership(config)
@@ -51,14 +54,26 @@ async def run_router(
     report_ready(info, ready_file, on_ready)
     lost = asyncio.create_task(membership.lost())
     stopped = asyncio.create_task(node.wait())
+    failed_scale_down: ScaleDownFailed | None = None
     try:
         await until_signalled(asyncio.create_task(first_done(stopped, lost)))
     finally:
         log.info("stopping")
         stopped.cancel()
         await membership.stop()
+        if config.scale_down is not None and not node.broker.halted.is_set():
+            try:
+                await node.scale_down()
+            except ScaleDownFailed as exc:
+                failed_scale_down = exc
+                held = sum(q.message_count for q in node.broker.queues.values())
+                log.error("scale-down failed: %s. Not stopping quietly: %d messages stay in this node's store "
+                          "(non-durable ones are lost with it); start it again, or bring a node of its scale-down "
+                          "group up and stop it again", exc, held)
         await node.stop()
         await journal.close()
+    if failed_scale_down is not None:
+        raise failed_scale_down
     if lost.done() and not lost.cancelled() and lost.exception() is not None:
         raise lost.exception()
     lost.cancel()

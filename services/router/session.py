@@ -15,15 +15,18 @@ import asyncio
 import logging
 
 from meshmq.errors import BrokerError, Reason
+from meshmq.security.authorization import Permission
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import journal_pb2 as jpb
 
 from . import requests as rq
-from .addresses import compile_filter
+from .access import Access
+from .addresses import compile_filter, not_internal
 from .broker import Broker, StagedSend
 from .consumer import ServerConsumer
 from .large_messages import LargeMessageReceiver, UploadDone, stream_body
 from .message import Ref
+from .producer_flow import HeldSends, batch_bytes, held_bytes_allowed
 from .routing import ANYCAST, MULTICAST
 from .transactions import LocalTransaction
 
@@ -35,15 +38,20 @@ DELIVERED = jpb.DELIVERED
 
 
 class ServerSession:
-    def __init__(self, broker: Broker, session_id: str, client_id: str, transacted: bool, user: str) -> None:
+    def __init__(self, broker: Broker, session_id: str, client_id: str, transacted: bool, user: str,
+                 access: Access | None = None) -> None:
         self.broker = broker
         self.id = session_id
         self.client_id = client_id
         self.user = user
+        # What the user may do (access.py); None: nothing to check.
+        self.access = access
         self.out: asyncio.Queue[bpb.SessionResponse | None] = asyncio.Queue()
         self.writable = asyncio.Event()
         self.writable.set()
         self.producers: dict[int, str] = {}
+        self._credit: dict[int, int] = {}  # producer id -> bytes the router holds for it while blocked
+        self._held: dict[int, HeldSends] = {}  # producers whose sends wait for a blocked address
         self.consumers: dict[int, ServerConsumer] = {}
         self.tx: LocalTransaction | None = LocalTransaction() if transacted else None
         self.large = LargeMessageReceiver(broker)
@@ -104,10 +112,13 @@ class ServerSession:
             )
             return
         self.producers[cmd.producer_id] = cmd.address
+        self._credit[cmd.producer_id] = held_bytes_allowed(cmd.window_size)
         self.send(bpb.SessionResponse(producer_created=bpb.ProducerCreated(producer_id=cmd.producer_id)))
 
     def _on_close_producer(self, cmd: rq.CloseProducer) -> None:
+        # Sends it still has held go on when the address has room: they were sent.
         self.producers.pop(cmd.producer_id, None)
+        self._credit.pop(cmd.producer_id, None)
 
     # ------------------------------------------------------------ sending
 
@@ -122,14 +133,57 @@ class ServerSession:
         messages = cmd.messages
         if len(messages) == 1 and messages[0].large:
             try:
-                self.large.begin(cmd.producer_id, cmd.batch_id, messages[0], default_address, self.user)
+                self.large.begin(cmd.producer_id, cmd.batch_id, messages[0], default_address, self.user, self.access)
             except BrokerError as exc:
                 self._confirm(cmd.producer_id, cmd.batch_id, [(0, exc.reason.value, exc.message)])
             return
+        if (self._held or self.broker.blocking) and self._held_back(cmd, default_address):
+            return
+        self._send_now(cmd, default_address)
+
+    def _send_now(self, cmd: rq.SendMessages, default_address: str) -> None:
         if self.tx is not None:
             self._hold_in_transaction(cmd, default_address)
             return
-        self._confirm_in_order(cmd.producer_id, cmd.batch_id, self.broker.send(messages, default_address, self.user))
+        self._confirm_in_order(
+            cmd.producer_id, cmd.batch_id, self.broker.send(cmd.messages, default_address, self.user, self.access)
+        )
+
+    def _held_back(self, cmd: rq.SendMessages, default_address: str) -> bool:
+        """Hold a batch for an address that blocks (or behind the producer's held
+        batches); refuse it with ADDRESS_FULL past the producer's credit."""
+        pid = cmd.producer_id
+        held = self._held.get(pid)
+        if held is None:
+            addr = self.broker.blocked_address(cmd.messages, default_address)
+            if addr is None:
+                return False
+            held = self._held[pid] = HeldSends(self._credit.get(pid, held_bytes_allowed(0)))
+            self.broker.wait_for_room(addr, lambda: self._resume(pid))
+        size = batch_bytes(cmd)
+        if not held.fits(size):
+            why = (f"the address is full (address-full-policy BLOCK) and this producer already has {held.bytes} "
+                   f"bytes held, its window being {held.allowed}: a client must wait for confirms")
+            self._confirm(pid, cmd.batch_id, [(i, Reason.ADDRESS_FULL.value, why) for i in range(len(cmd.messages))])
+            return True
+        held.hold(cmd, default_address, size)
+        return True
+
+    def _resume(self, pid: int) -> None:
+        """The address a producer waited for has room: send its held batches in
+        order until one meets a full address again."""
+        held = self._held.get(pid)
+        if held is None or self.closed:
+            return
+        while held.batches:
+            cmd, default_address = held.first()
+            addr = self.broker.blocked_address(cmd.messages, default_address)
+            if addr is not None:
+                self.broker.wait_for_room(addr, lambda: self._resume(pid))
+                return
+            held.pop()
+            self._send_now(cmd, default_address)
+        del self._held[pid]
 
     def _hold_in_transaction(self, cmd: rq.SendMessages, default_address: str) -> None:
         """A transacted session's sends are accepted now and routed at commit."""
@@ -138,6 +192,8 @@ class ServerSession:
             try:
                 if m.large:
                     raise BrokerError(Reason.INVALID_REQUEST, "a large message must be the only message of its batch")
+                if self.access is not None:
+                    self.access.check(Permission.SEND, m.address or default_address)
                 self.tx.sends.append(self.broker.accept(m, default_address, self.user))
             except BrokerError as exc:
                 rejections.append((i, exc.reason.value, exc.message))
@@ -174,7 +230,7 @@ class ServerSession:
             self._confirm(up.producer_id, up.batch_id, [])
             return
         try:
-            queues = self.broker.route(up.msg)
+            queues = self.broker.route(up.msg, access=self.access)
         except BrokerError as exc:
             self._finish_large(self.large.abort(up, exc))
             return
@@ -195,6 +251,7 @@ class ServerSession:
         c = ServerConsumer(self, cmd.consumer_id, queue, selector, cmd.filter if cmd.queue else "", cmd.window_size)
         self.consumers[c.id] = c
         queue.add_consumer(c)
+        self.broker.consumer_attached(queue)
         self.send(bpb.SessionResponse(consumer_created=bpb.ConsumerCreated(consumer_id=c.id, queue=queue.name)))
         self.broker.schedule_dispatch(queue)
 
@@ -202,6 +259,8 @@ class ServerSession:
         broker = self.broker
         if cmd.queue and cmd.address:
             raise BrokerError(Reason.INVALID_REQUEST, "give either a queue or an address to subscribe to, not both")
+        not_internal("queue", cmd.queue)
+        not_internal("address", cmd.address)
         if cmd.queue:
             selector = compile_filter(cmd.filter)
             q = broker.queues.get(cmd.queue)
@@ -210,7 +269,11 @@ class ServerSession:
                     raise BrokerError(
                         Reason.QUEUE_NOT_FOUND, f"queue {cmd.queue!r} does not exist and auto-create-queues is false"
                     )
+                self._check(Permission.CONSUME, cmd.queue)  # its address, once created: nothing made for nothing
+                self._check_create(cmd.queue, durable=True)
                 q = broker.create_queue(cmd.queue, cmd.queue, cmd.routing_type or ANYCAST, auto_created=True)
+            else:
+                self._check(Permission.CONSUME, q.address)
             return q, selector
         if not cmd.address:
             raise BrokerError(Reason.INVALID_REQUEST, "a consumer needs a queue or an address")
@@ -227,12 +290,27 @@ class ServerSession:
                     Reason.INVALID_REQUEST,
                     f"subscription {name!r} exists with filter {q.filter_text!r}; delete it to change the filter",
                 )
+            self._check(Permission.CONSUME, q.address)
             return q, None
         durable = bool(cmd.subscription)
+        self._check(Permission.CONSUME, cmd.address)
+        self._check_create(cmd.address, durable=durable)
         q = broker.create_queue(
             name, cmd.address, MULTICAST, cmd.filter, durable=durable, temporary=not durable, auto_created=False
         )
         return q, None
+
+    def _check(self, permission: Permission, address: str) -> None:
+        if self.access is not None:
+            self.access.check(permission, address)
+
+    def _check_create(self, address: str, *, durable: bool) -> None:
+        """May this session create a queue on `address` (and the address, if it does not exist)?"""
+        if self.access is None:
+            return
+        if address not in self.broker.addresses:
+            self.access.check(Permission.CREATE_ADDRESS, address)
+        self.access.check(Permission.CREATE_DURABLE_QUEUE if durable else Permission.CREATE_NON_DURABLE_QUEUE, address)
 
     def _on_credits(self, cmd: rq.GrantCredits) -> None:
         c = self.consumers.get(cmd.consumer_id)
@@ -349,6 +427,7 @@ class ServerSession:
         q = c.queue
         if c in q.consumers:
             q.consumers.remove(c)
+            self.broker.consumer_detached(q)
         self.broker.cancel_in_order(c.take_back(last_handed))
         self.broker.maybe_auto_delete(q)
         if not q.deleted:
@@ -365,7 +444,7 @@ class ServerSession:
             return
         self.tx = LocalTransaction()
         try:
-            await tx.commit(self.broker)
+            await tx.commit(self.broker, self.access)
         except BrokerError as exc:
             self.error(exc, request_id=cmd.request_id)
             return
@@ -403,5 +482,6 @@ class ServerSession:
             self.tx.rollback(self.broker)
             self.tx = None
         self.large.discard()
+        self._held.clear()  # never confirmed: the client resends them or reports them failed
         for t in self._streams:
             t.cancel()

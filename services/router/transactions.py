@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from meshmq.errors import BrokerError, Reason
 
+from .access import Access
 from .broker import Broker, StagedSend
 from .duplicates import DuplicateClaim
 from .message import Ref, ServerMessage
@@ -32,10 +33,11 @@ class LocalTransaction:
     def claims(self) -> list[DuplicateClaim]:
         return [claim for _, claim in self.sends if claim is not None]
 
-    async def commit(self, broker: Broker) -> None:
-        """Store the transaction's work and make it visible; TRANSACTION_ROLLED_BACK otherwise."""
+    async def commit(self, broker: Broker, access: Access | None = None) -> None:
+        """Store the transaction's work and make it visible; TRANSACTION_ROLLED_BACK otherwise.
+        `access`: the session's, for what routing auto-creates."""
         try:
-            routed = [(msg, claim, broker.route(msg)) for msg, claim in self.sends]
+            routed = [(msg, claim, broker.route(msg, access=access)) for msg, claim in self.sends]
         except BrokerError as exc:
             self.rollback(broker)
             raise BrokerError(Reason.TRANSACTION_ROLLED_BACK, f"transaction rolled back: {exc.message}") from None
@@ -55,5 +57,5 @@ class LocalTransaction:
         broker.duplicates.release(self.claims, delete_rows=False)
         for msg, _ in self.sends:
             if msg.large:
-                broker.batch().delete_large_messages.append(msg.id)
+                broker.drop_large_body(msg)
         broker.cancel_in_order([*self.acks, *returned])

@@ -232,3 +232,88 @@ async def test_status_and_down_where_nothing_was_started(tmp_path):
     with pytest.raises(ClusterError, match="no cluster was started in"):
         await LocalCluster.attach(tmp_path).status()
     assert await LocalCluster.attach(tmp_path).down() == []
+
+
+# --- a secured cluster: tls and node-defaults' security keys -----------------------------
+
+
+def test_the_secured_example():
+    spec = load_cluster_spec(ROOT / "deploy/local/secured-3.yaml")
+    assert spec.ca_dir == ROOT / "run" / "ca"  # relative to the file; git ignores run/
+    assert [(n.name, n.port) for n in spec.nodes] == [("n1", 0), ("n2", 0), ("n3", 0)]
+    assert (spec.etcd.client_port, spec.etcd.peer_port, spec.discovery.port) == (0, 0, 0)
+    node = build_config(node_config_data(spec, spec.nodes[0], etcd_endpoint="127.0.0.1:1", run_dir=ROOT / "run"),
+                        spec.base_dir)
+    assert node.security_enabled and node.cluster_password
+    assert all(u.password.startswith("scrypt$") for u in node.users)  # hashes, the plain ones in comments
+
+
+def test_tls_issues_certificates_and_security_keys_reach_discovery(tmp_path):
+    from meshmq.launcher.tls import Certificate
+
+    spec = ClusterSpec.parse({
+        "cluster-name": "c", "tls": {"ca-dir": "ca"},
+        "node-defaults": {"security-enabled": True, "users": [{"username": "u", "password": "p", "roles": ["r"]}],
+                          "security-settings": {"#": {"send": ["r"]}}, "cluster-password": "s3cret",
+                          "address-settings": {"#": {"max-delivery-attempts": 3}}},
+        "nodes": [{"name": "n1", "config": {"users": [{"username": "only-n1", "password": "p"}]}}],
+    }, base_dir=tmp_path)
+    assert spec.ca_dir == tmp_path / "ca"
+    (tmp_path / "n1.pem").write_text("x")
+    (tmp_path / "n1-key.pem").write_text("x")
+    certificate = Certificate(tmp_path / "n1.pem", tmp_path / "n1-key.pem")
+    node = build_config(node_config_data(spec, spec.nodes[0], etcd_endpoint="127.0.0.1:1", run_dir=tmp_path,
+                                         certificate=certificate), spec.base_dir)
+    acceptor = node.acceptors[0]
+    assert (acceptor.ssl_enabled, acceptor.cert_path, acceptor.key_path) == (True, certificate.cert, certificate.key)
+    plain = build_config(node_config_data(spec, spec.nodes[0], etcd_endpoint="127.0.0.1:1", run_dir=tmp_path),
+                         spec.base_dir)
+    assert not plain.acceptors[0].ssl_enabled
+    data = discovery_config_data(spec, etcd_endpoint="127.0.0.1:1", run_dir=tmp_path, certificate=certificate)
+    assert "address-settings" not in data  # node-defaults' security keys only
+    service = build_config(data, spec.base_dir)
+    assert service.discovery.listen.ssl_enabled and service.discovery.listen.cert_path == certificate.cert
+    assert (service.security_enabled, service.cluster_password) == (True, "s3cret")
+    assert [u.username for u in service.users] == ["u"]  # not a node's own users
+
+
+def test_security_without_a_cluster_password_is_refused_for_the_discovery_service():
+    said = problems("""\
+        cluster-name: c
+        node-defaults:
+          security-enabled: true
+          users: [{username: u, password: p}]
+        nodes: [{name: n1}]
+        """)
+    assert said.startswith("c.yaml:2: node-defaults.cluster-password: required when node-defaults has "
+                           "security-enabled: true: without it the launched discovery service would accept any "
+                           "caller, so it refuses to start"), said
+
+
+def test_tls_needs_a_ca_dir():
+    said = problems("cluster-name: c\ntls: {}\nnodes: [{name: n1}]\n")
+    assert "c.yaml:2: tls.ca-dir: required key is missing" in said
+    assert "tls.ca-dr: unknown key (did you mean 'ca-dir'?)" in problems(
+        "cluster-name: c\ntls: {ca-dr: x}\nnodes: [{name: n1}]\n")
+
+
+async def test_a_missing_ca_is_refused_before_anything_starts(tmp_path):
+    spec = ClusterSpec.parse({"cluster-name": "c", "tls": {"ca-dir": "no-ca"}, "nodes": [{"name": "n1"}]},
+                             base_dir=tmp_path, source="c.yaml")
+    with pytest.raises(ClusterUpError) as info:
+        await LocalCluster(spec, tmp_path / "run").up()
+    assert str(info.value) == (f"c.yaml: tls.ca-dir: no CA in {tmp_path / 'no-ca'} (missing ca.pem, ca-key.pem): "
+                               f"create one with `meshmq certs ca --dir {tmp_path / 'no-ca'}`, "
+                               "or point tls.ca-dir at an existing one")
+    assert not (tmp_path / "run" / "cluster.json").exists()
+
+
+def test_the_client_uri_of_a_tls_cluster():
+    from meshmq.launcher.state import ClusterState
+
+    nodes = [ProcessRecord(name=n, role="router", pid=1, start_mark=0, log="", endpoint=f"127.0.0.1:{p}")
+             for n, p in (("a", 1), ("b", 2))]
+    assert ClusterState("c", "/r", processes=nodes).url == "(meshmq://127.0.0.1:1,meshmq://127.0.0.1:2)"
+    tls = ClusterState("c", "/r", processes=nodes, trust_store="/x y/ca.pem")
+    assert tls.url == ("(meshmq://127.0.0.1:1,meshmq://127.0.0.1:2)"
+                       "?sslEnabled=true&trustStorePath=/x%20y/ca.pem")

@@ -421,3 +421,19 @@ async def test_receive_batch_takes_what_has_arrived(conn):
         got.extend(batch)
     assert [m.body for m in got] == [b"0", b"1", b"2", b"3", b"4"]
     assert await c.receive_batch(3, timeout=0.2) == []
+
+
+async def test_a_message_without_routing_type_to_an_address_of_both_types_reaches_both(nodes):
+    """The router's shortcut for an address with one unfiltered queue must
+    agree with the full routing decision: here the address also has ANYCAST
+    (its anycast queue was deleted), so a message with no routing type goes
+    to the subscription and auto-creates the anycast queue, as Artemis does."""
+    node = nodes.router("both-types")
+    async with await connect(node.url) as conn:
+        await conn.admin.create_queue("both.sub", address="both", routing_type="multicast")
+        await conn.admin.create_queue("both.gone", address="both", routing_type="anycast")
+        await conn.admin.delete_queue("both.gone")
+        p = await (await conn.session()).create_producer("both")
+        await p.send(b"to both")  # no routing type
+        assert (await conn.admin.queue("both.sub")).message_count == 1
+        assert (await conn.admin.queue("both")).message_count == 1

@@ -11,20 +11,20 @@ from meshmq.client import AuthenticationError, ConnectionFailedError, connect
 pytestmark = pytest.mark.integration
 
 
+def meshmq_certs(*args) -> None:
+    import sys
+
+    subprocess.run([sys.executable, "-m", "meshmq.cli.main", "certs", *map(str, args)],
+                   check=True, capture_output=True, timeout=60)
+
+
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    """A throwaway CA and a server certificate for 127.0.0.1, made with openssl."""
+    """A cluster CA and a certificate for 127.0.0.1, made by `meshmq certs`
+    (server.pem/server-key.pem, the CA in ca/)."""
     d = tmp_path_factory.mktemp("certs")
-
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-
-    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-        "-subj", "/CN=meshmq-test-ca")
-    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "server.pem", "-days", "2", "-extfile", "san.ext")
+    meshmq_certs("ca", "--dir", d / "ca")
+    meshmq_certs("issue", "--ca-dir", d / "ca", "--dir", d, "--name", "server", "--host", "127.0.0.1")
     return d
 
 
@@ -61,10 +61,10 @@ async def test_tls_listener(nodes, certs):
             port: 0
             ssl-enabled: true
             cert-path: {certs / 'server.pem'}
-            key-path: {certs / 'server.key'}
+            key-path: {certs / 'server-key.pem'}
         """,
     )
-    url = f"meshmq://{node.endpoint}?sslEnabled=true&trustStorePath={certs / 'ca.pem'}"
+    url = f"meshmq://{node.endpoint}?sslEnabled=true&trustStorePath={certs / 'ca' / 'ca.pem'}"
     async with await connect(url) as conn:
         s = await conn.session()
         p = await s.create_producer("tls.q")
@@ -73,6 +73,24 @@ async def test_tls_listener(nodes, certs):
         assert (await c.receive(5)).body == b"encrypted"
     with pytest.raises(ConnectionFailedError):
         await connect(f"meshmq://{node.endpoint}?callTimeout=3000")
+
+
+async def test_a_certificate_from_another_ca_or_for_another_host_is_refused(nodes, certs, tmp_path):
+    """The client verifies the node: a certificate signed by a CA it does not
+    trust, or by its CA for a name it did not dial, fails the handshake."""
+    meshmq_certs("ca", "--dir", tmp_path / "other-ca", "--name", "not-ours")
+    meshmq_certs("issue", "--ca-dir", tmp_path / "other-ca", "--dir", tmp_path, "--name", "stranger",
+                 "--host", "127.0.0.1")
+    meshmq_certs("issue", "--ca-dir", certs / "ca", "--dir", tmp_path, "--name", "elsewhere", "--host", "db.example")
+    for name in ("stranger", "elsewhere"):
+        node = nodes.router(f"tls-{name}", extra=f"""
+            acceptors:
+              - {{name: tls, host: 127.0.0.1, port: 0, ssl-enabled: true,
+                  cert-path: {tmp_path / f'{name}.pem'}, key-path: {tmp_path / f'{name}-key.pem'}}}
+            """)
+        with pytest.raises(ConnectionFailedError):
+            await connect(f"meshmq://{node.endpoint}?sslEnabled=true&callTimeout=3000"
+                          f"&trustStorePath={certs / 'ca' / 'ca.pem'}")
 
 
 async def test_router_to_journal_over_tls(nodes, certs):
@@ -85,7 +103,7 @@ async def test_router_to_journal_over_tls(nodes, certs):
         router_config("tls-journal", nodes.tmp / "tls-journal-data") .replace(
             "  listen: {host: 127.0.0.1, port: 0}",
             f"  listen: {{host: 127.0.0.1, port: {port}, ssl-enabled: true, "
-            f"cert-path: {certs / 'server.pem'}, key-path: {certs / 'server.key'}}}",
+            f"cert-path: {certs / 'server.pem'}, key-path: {certs / 'server-key.pem'}}}",
         ),
     )
     nodes.started.append(journal)
@@ -96,7 +114,7 @@ async def test_router_to_journal_over_tls(nodes, certs):
         journal:
           address: 127.0.0.1:{port}
           ssl-enabled: true
-          trust-path: {certs / 'ca.pem'}
+          trust-path: {certs / 'ca' / 'ca.pem'}
         """,
     )
     async with await connect(node.url) as conn:
@@ -105,3 +123,44 @@ async def test_router_to_journal_over_tls(nodes, certs):
         await p.send(b"stored over TLS", routing_type="anycast")
         c = await s.create_consumer("via-tls-journal")
         assert (await c.receive(5)).body == b"stored over TLS"
+
+
+async def test_a_hashed_password_from_meshmq_user_hash_logs_in(nodes):
+    import sys
+
+    hashed = subprocess.run(
+        [sys.executable, "-m", "meshmq.cli.main", "user", "hash", "--password-stdin"],
+        input="s3cret\n", capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.strip()
+    assert hashed.startswith("scrypt$") and "s3cret" not in hashed
+    node = nodes.router("hashed", extra=f"""
+        security-enabled: true
+        users:
+          - {{username: app, password: '{hashed}'}}
+          - {{username: legacy, password: plain}}
+        """)
+    with pytest.raises(AuthenticationError):
+        await connect(f"meshmq://app:wrong@{node.endpoint}")
+    async with await connect(f"meshmq://app:s3cret@{node.endpoint}") as conn:
+        s = await conn.session()
+        await (await s.create_producer("hashed.q")).send(b"in", routing_type="anycast")
+        assert (await (await s.create_consumer("hashed.q")).receive(5)).body == b"in"
+    log = node.log_path.read_text()
+    assert "users legacy have plain-text passwords" in log  # the hashed one is not named
+
+
+def test_certs_refuses_to_overwrite_or_to_issue_without_a_ca(tmp_path):
+    import sys
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "meshmq.cli.main", "certs", *map(str, args)],
+                              capture_output=True, text=True, timeout=60)
+
+    assert run("ca", "--dir", tmp_path / "ca").returncode == 0
+    again = run("ca", "--dir", tmp_path / "ca")
+    assert again.returncode != 0 and "already exist; pass --force" in again.stderr
+    nowhere = run("issue", "--ca-dir", tmp_path / "none", "--dir", tmp_path, "--name", "n", "--host", "h")
+    assert nowhere.returncode != 0 and "no CA in" in nowhere.stderr
+    bad_host = run("issue", "--ca-dir", tmp_path / "ca", "--dir", tmp_path, "--name", "n", "--host", "a b")
+    assert bad_host.returncode != 0 and "neither an IP address nor a host name" in bad_host.stderr
+    assert not (tmp_path / "n.pem").exists()

@@ -271,3 +271,34 @@ def test_the_command_runs_in_its_own_process_with_the_jvm_output_in_a_log(sqlite
     assert steps[0].startswith("analytics: starting Spark (local[2])") and steps[-1].startswith("analytics: stopping Spark")
     assert (out / "spark.log").stat().st_size > 0
     assert json.loads((out / "summary.json").read_text())["totals"]["acknowledged"] == 40
+
+
+def test_the_backlog_counts_paged_messages(spark_session, tmp_path):
+    """A queue past max-size-bytes keeps most of its backlog in the page
+    (paged_messages): the report counts those messages too, with the node's
+    in-memory ones, and their age."""
+    from tests.fixtures.nodes import Nodes
+
+    (tmp_path / "nodes").mkdir()
+    nodes = Nodes(tmp_path / "nodes")
+    node = nodes.router("pager", extra='address-settings:\n  "paged.#": {max-size-bytes: 20K, page-size-bytes: 10K}\n')
+    try:
+        async def fill():
+            async with await connect(node.url) as conn:
+                await conn.admin.create_queue("paged.backlog", routing_type="anycast")
+                p = await (await conn.session()).create_producer("paged.backlog")
+                for _ in range(300):
+                    await p.send_async(b"." * 1000, routing_type="anycast")
+                await p.flush()
+                info = await conn.admin.queue("paged.backlog")
+                assert info.message_count == 300 and info.paged_count >= 250
+        started = int(time.time() * 1000)
+        asyncio.run(fill())
+        stopped = int(time.time() * 1000)
+    finally:
+        nodes.stop_all()
+    store = sqlite_url(node.workdir / "pager-data" / "journal.db")
+    s = run_report(spark_session, [store], tmp_path / "r")
+    backlog = {b["queue"]: b for b in s["backlog"]}
+    assert backlog["paged.backlog"]["messages"] == 300
+    assert started <= backlog["paged.backlog"]["oldest_ms"] <= stopped

@@ -98,6 +98,8 @@ message-expiry-scan-period: 10000
 security-enabled: true
 users:
   - {username: app, password: secret}
+cluster-user: node-a.cluster
+cluster-password: cluster-secret-a
 acceptors:
   - name: grpc
     host: 0.0.0.0
@@ -164,6 +166,7 @@ def test_full_example(full_config: tuple[Path, BrokerConfig]) -> None:
     assert cfg.data_directory == config_dir.resolve() / "data"  # relative to the file
     assert (cfg.id_cache_size, cfg.persist_id_cache, cfg.message_expiry_scan_period) == (5000, False, 10000)
     assert cfg.security_enabled and cfg.users[0].username == "app" and cfg.users[0].password == "secret"
+    assert (cfg.cluster_user, cfg.cluster_password) == ("node-a.cluster", "cluster-secret-a")
     acceptor = cfg.acceptors[0]
     assert (acceptor.host, acceptor.port, acceptor.ssl_enabled, acceptor.need_client_auth) == ("0.0.0.0", 0, True, True)
     assert acceptor.cert_path == config_dir.resolve() / "tls" / "server.pem"
@@ -204,6 +207,7 @@ def test_effective_config_masks_secrets_by_default(full_config: tuple[Path, Brok
     text = effective_config_yaml(cfg)
     assert "secret" not in text and ":pw@" not in text
     assert "password: '********'" in text
+    assert "cluster-password: '********'" in text and "cluster-user: node-a.cluster" in text
     assert "postgresql+psycopg://meshmq:***@127.0.0.1:5432/meshmq" in text
 
 
@@ -265,8 +269,9 @@ BAD_INPUTS = [
     pytest.param(
         "name: a\nfoo-bar-baz: 1\n",
         "node.yaml:2: foo-bar-baz: unknown key (expected one of: name, persistence-enabled, data-directory, "
-        "id-cache-size, persist-id-cache, global-max-size, message-expiry-scan-period, security-enabled, users, acceptors, "
-        "journal, addresses, address-settings, discovery-groups, broadcast-groups, discovery)",
+        "id-cache-size, persist-id-cache, id-cache-max-bytes, global-max-size, message-expiry-scan-period, security-enabled, users, "
+        "security-settings, cluster-user, cluster-password, acceptors, journal, addresses, address-settings, discovery-groups, broadcast-groups, "
+        "discovery, connectors, cluster-connections, ha-policy)",
         id="unknown-key-no-suggestion",
     ),
     pytest.param(
@@ -395,6 +400,11 @@ BAD_INPUTS = [
         "users:\n  - {username: a, password: x}\n  - {username: a, password: y}\n",
         "node.yaml:3: users[1].username: duplicate username 'a' (also users[0])",
         id="duplicate-user",
+    ),
+    pytest.param(
+        "users:\n  - {username: a, password: 'scrypt$16384$8$1$c2FsdA==$AAAA'}\n",
+        "node.yaml:2: users[0].password: password hash has an empty salt or a hash of 3 bytes, not 32",
+        id="malformed-password-hash",
     ),
     pytest.param(
         "acceptors:\n  - {name: a, port: 1000}\n  - {name: b, port: 1000}\n",

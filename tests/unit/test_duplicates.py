@@ -41,3 +41,46 @@ def test_an_address_that_goes_takes_its_cache_and_stored_entries_with_it():
     assert sorted(d.duplicate_id for d in batch.delete_duplicate_ids) == ["id0", "id1", "id2"]
     assert {d.address for d in batch.delete_duplicate_ids} == {"temp.reply.1"}
     assert "id0" not in dd.cache("temp.reply.1") and "keep" in dd.cache("orders")
+
+
+def test_each_cache_stays_within_id_cache_max_bytes():
+    """Long ids: the byte bound holds before the entry count does; the cache
+    forgets its oldest (journal rows too), keeps its newest, and a duplicate
+    of a remembered id is still refused."""
+    import pytest
+
+    from meshmq.errors import BrokerError
+    from meshmq.v1 import journal_pb2 as jpb
+    from services.router.duplicates import DuplicateDetection, entry_bytes
+
+    batch = jpb.AppendRequest()
+    budget = 50 * entry_bytes("x" * 200)
+    dd = DuplicateDetection(lambda address: None, 20_000, True, lambda: batch, max_bytes=budget)
+    for a in range(3):
+        for i in range(100):
+            dd.persist(dd.claim(f"addr{a}", f"{i:03d}" + "x" * 197))
+    for a in range(3):
+        cache = dd.cache(f"addr{a}")
+        assert cache.bytes <= budget and len(cache) == 50 and cache.shortened
+        assert cache.bytes == sum(entry_bytes(d) for d, _ in cache.entries())
+    with pytest.raises(BrokerError):
+        dd.claim("addr2", "099" + "x" * 197)
+    dd.claim("addr2", "000" + "x" * 197)  # forgotten: accepted again
+    forgotten = {(d.address, d.duplicate_id[:3]) for d in batch.delete_duplicate_ids}
+    assert {("addr0", f"{i:03d}") for i in range(50)} <= forgotten
+    assert ("addr0", "050") not in forgotten
+    tiny = DuplicateDetection(lambda address: None, 100, False, jpb.AppendRequest, max_bytes=10)
+    tiny.claim("a", "first")
+    tiny.claim("a", "second")
+    assert tiny.cache("a").entries()[0][0] == "second"  # over the bound, the newest stays
+
+
+def test_a_released_claim_gives_its_bytes_back():
+    from meshmq.v1 import journal_pb2 as jpb
+    from services.router.duplicates import DuplicateDetection
+
+    dd = DuplicateDetection(lambda address: None, 100, False, jpb.AppendRequest, max_bytes=10_000)
+    claim = dd.claim("a", "abc")
+    assert dd.cache("a").bytes > 0
+    dd.release([claim], delete_rows=False)
+    assert dd.cache("a").bytes == 0 and "abc" not in dd.cache("a")

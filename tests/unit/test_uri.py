@@ -62,3 +62,15 @@ def test_bad_lists_and_policies_name_the_problem(uri, fragment):
     with pytest.raises(InvalidRequestError) as err:
         parse_uri(uri)
     assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize("uri", [
+    "meshmq://app:hunter2@host:99999",
+    "meshmq://app:hunter2@host/path",
+    "(meshmq://app:hunter2@h1:1,meshmq://h2:2?password=hunter2&bogus=1",
+    "meshmq://h:1?password=hunter2&nosuchoption=1",
+])
+def test_an_error_quoting_the_uri_never_shows_the_password(uri):
+    with pytest.raises(InvalidRequestError) as exc:
+        parse_uri(uri)
+    assert "hunter2" not in str(exc.value)

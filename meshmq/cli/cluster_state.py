@@ -1,0 +1,61 @@
+"""`meshmq cluster bindings`: one node's cluster connections as it sees them —
+its bridges (state, forwarded, confirmed, pending, retries) and the remote
+bindings (other nodes' queues and consumers, with how far away they are)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from meshmq.cli.cluster import cluster
+
+
+def _rows(state) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    from meshmq.v1 import messages_pb2 as mpb
+
+    bridges = [
+        (b.cluster_connection, b.target_node_name or "?", b.endpoint, b.state, str(b.routed), str(b.forwarded),
+         str(b.confirmed), str(b.pending), str(b.retries), b.problem)
+        for b in state.bridges
+    ]
+    bindings = [
+        (rb.node_name, rb.queue, rb.address, mpb.RoutingType.Name(rb.routing_type), rb.filter,
+         str(len(rb.consumer_filters)), ", ".join(f or "(all)" for f in rb.consumer_filters), str(rb.hops), rb.via)
+        for rb in state.remote_bindings
+    ]
+    return bridges, bindings
+
+
+BRIDGE_HEADER = ("cluster-connection", "node", "endpoint", "state", "routed", "forwarded", "confirmed", "pending",
+                 "retries", "problem")
+BINDING_HEADER = ("node", "queue", "address", "routing", "filter", "consumers", "consumer filters", "hops", "via")
+
+
+@cluster.command("bindings")
+@click.option("--url", default="meshmq://127.0.0.1:61616", show_default=True, help="The node to ask.")
+def bindings(url: str) -> None:
+    """Show a node's bridges and the remote bindings it knows (docs/clustering.md)."""
+    from meshmq.cli.main import _run
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            return await conn.admin.cluster_state()
+
+    state = _run(go())
+    bridges, remote = _rows(state)
+    if not sys.stdout.isatty():  # piped: tab-separated, a header line per table
+        for header, rows in ((BRIDGE_HEADER, bridges), (BINDING_HEADER, remote)):
+            for row in (header, *rows):
+                click.echo("\t".join(row))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for title, header, rows in (("bridges", BRIDGE_HEADER, bridges), ("remote bindings", BINDING_HEADER, remote)):
+        table = Table(*header, title=f"{state.node_name}: {title}")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)

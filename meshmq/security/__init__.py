@@ -1,0 +1,1 @@
+"""Who may do what: authentication and authorization shared by the services."""

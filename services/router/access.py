@@ -1,0 +1,63 @@
+"""What one authenticated caller may do on this router (Artemis security-settings).
+
+`Access` binds the node's `Authorizer` (meshmq/security/authorization.py) to
+the user of one session or management call. The router asks it at the edge,
+where the user is known: a session's sends, consumers and the queues and
+addresses they create; each management method. A refusal is the
+Authorizer's PERMISSION_DENIED, naming the user, the permission and the
+address, and it is logged (rate-limited: a client must not flood the log).
+
+Which permission each action needs:
+
+* send (every message, by its address): `send`; sending to an address that
+  does not exist yet also needs `create-address` (auto-create), and to one
+  without a queue, when a queue is auto-created, `create-durable-queue`.
+* a consumer on a queue: `consume` on the queue's address; a queue created
+  for it: `create-durable-queue` (a durable subscription, an auto-created
+  queue) or `create-non-durable-queue` (a temporary subscription), plus
+  `create-address` if its address does not exist.
+* management: listing addresses, queues and consumers needs `manage` on
+  the management address (`activemq.management`, as in Artemis); creating
+  and deleting a queue need `create-…`/`delete-…-queue` on its address;
+  purging needs `manage` on the queue's address. Node information and
+  watching the topology need only authentication: every client asks for
+  them at first contact and to balance its sessions.
+* `browse` is checked by queue browsing, which the router does not offer yet.
+
+When authorization is not active (security disabled, or no security-settings:
+see the Authorizer), sessions get no `Access` and nothing is checked.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from meshmq.errors import BrokerError
+from meshmq.security.authorization import Authorizer, Permission
+from meshmq.transport import RateLimitedLog
+
+# Artemis's management address: the subject of `manage` for node-wide operations.
+MANAGEMENT_ADDRESS = "activemq.management"
+
+_denied_log = RateLimitedLog(logging.getLogger("meshmq.router.security"))
+
+
+class Access:
+    __slots__ = ("user", "_authorizer")
+
+    def __init__(self, user: str, authorizer: Authorizer) -> None:
+        self.user = user
+        self._authorizer = authorizer
+
+    def check(self, permission: Permission, address: str) -> None:
+        """PERMISSION_DENIED (logged) unless the user has `permission` on `address`."""
+        try:
+            self._authorizer.check(self.user, permission, address)
+        except BrokerError as exc:
+            _denied_log.warning("refused: %s", exc.message)
+            raise
+
+
+def access_for(authorizer: Authorizer, user: str) -> Access | None:
+    """The Access to check for `user`'s calls; None when nothing is checked."""
+    return Access(user, authorizer) if authorizer.active else None

@@ -1,0 +1,126 @@
+"""One node's cluster connections: which links exist, and to whom.
+
+Each cluster connection links to the nodes its `static-connectors` name and
+to every node its `discovery-group-ref` group announces (itself excepted),
+one `Bridge` per node; a node that leaves the discovery group loses its link
+(its store-and-forward queue stays, and goes on when it comes back).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from meshmq.config.models import BrokerConfig
+from meshmq.security.cluster_identity import cluster_metadata
+
+from meshmq.v1 import cluster_pb2 as cpb
+
+from .bridge import CONNECTED, Bridge
+
+if TYPE_CHECKING:
+    from meshmq.discovery import TopologyWatcher
+
+    from ..broker import Broker
+
+log = logging.getLogger("meshmq.cluster")
+
+
+class ClusterConnections:
+    def __init__(self, config: BrokerConfig, broker: Broker) -> None:
+        self.config = config
+        self.broker = broker
+        self.bridges: dict[tuple[str, str], Bridge] = {}  # (cluster connection, endpoint) -> bridge
+        self._tasks: list[asyncio.Task] = []
+        self._watchers: list[TopologyWatcher] = []
+        self._apis: list = []
+        self.own_connector = ""
+
+    def start(self, own_endpoints: list[str]) -> None:
+        self._own = set(own_endpoints)
+        refs = [cc.connector_ref for cc in self.config.cluster_connections.values() if cc.connector_ref]
+        # Where other nodes link to this one: the connector-ref's, else the first acceptor.
+        self.own_connector = self.config.connectors[refs[0]] if refs else own_endpoints[0]
+        self._own.add(self.own_connector)
+        for name, cc in self.config.cluster_connections.items():
+            for ref in cc.static_connectors or ():
+                self._link(name, self.config.connectors[ref])
+            if cc.discovery_group_ref is not None:
+                self._tasks.append(asyncio.create_task(self._follow(name, cc.discovery_group_ref)))
+        if self.config.cluster_connections and self.config.cluster_password is None:
+            log.warning("cluster connections are unauthenticated: set cluster-user and cluster-password on every "
+                        "node (docs/security.md)")
+
+    def _link(self, cc_name: str, endpoint: str) -> Bridge | None:
+        if endpoint in self._own or (cc_name, endpoint) in self.bridges:
+            return None
+        bridge = Bridge(self.broker, cc_name, self.config.cluster_connections[cc_name], endpoint,
+                        metadata=cluster_metadata(self.config), node_name=self.config.name,
+                        on_members=self._learned)
+        self.bridges[(cc_name, endpoint)] = bridge
+        bridge.start()
+        return bridge
+
+    def members(self) -> list[cpb.ClusterMember]:
+        """This node and the nodes it is linked to, as links offer them."""
+        out = {self.broker.node_id: cpb.ClusterMember(node_id=self.broker.node_id, node_name=self.config.name,
+                                                      connector=self.own_connector)}
+        for bridge in self.bridges.values():
+            if bridge.state == CONNECTED:
+                out.setdefault(bridge.target_node_id, cpb.ClusterMember(
+                    node_id=bridge.target_node_id, node_name=bridge.target_node_name, connector=bridge.endpoint))
+        return sorted(out.values(), key=lambda m: m.node_id)
+
+    def _learned(self, bridge: Bridge, members: list[cpb.ClusterMember]) -> None:
+        """Members a link's target told us of: linked to as well, unless the
+        cluster connection allows direct connections only (or has no static
+        connectors: a discovery group already names every node)."""
+        cc = self.config.cluster_connections[bridge.cc_name]
+        if cc.allow_direct_connections_only or not cc.static_connectors:
+            return
+        linked = {b.target_node_id for b in self.bridges.values() if b.cc_name == bridge.cc_name}
+        for m in members:
+            if m.node_id != self.broker.node_id and m.node_id not in linked and m.connector:
+                log.info("cluster connection %s: linking to %s (%s), learned from %s", bridge.cc_name, m.node_name,
+                         m.connector, bridge.target_node_name)
+                self._link(bridge.cc_name, m.connector)
+
+    async def _unlink(self, cc_name: str, endpoint: str) -> None:
+        bridge = self.bridges.pop((cc_name, endpoint), None)
+        if bridge is not None:
+            log.info("cluster connection %s: %s left the discovery group; link closed", cc_name, endpoint)
+            await bridge.stop()
+
+    async def _follow(self, cc_name: str, group_ref: str) -> None:
+        """Keep one link per node of the discovery group."""
+        from ..membership import group_watcher
+
+        api, watcher = group_watcher(self.config, group_ref)
+        self._apis.append(api)
+        self._watchers.append(watcher)
+        sub = watcher.subscribe()
+        static = {self.config.connectors[r] for r in self.config.cluster_connections[cc_name].static_connectors or ()}
+        try:
+            while True:
+                if watcher.synced:
+                    wanted = {n.connector for n in watcher.nodes() if n.node_id != self.broker.node_id}
+                    for endpoint in sorted(wanted):
+                        self._link(cc_name, endpoint)
+                    for (name, endpoint) in list(self.bridges):
+                        if name == cc_name and endpoint not in wanted and endpoint not in static:
+                            await self._unlink(name, endpoint)
+                await sub.queue.get()
+        finally:
+            sub.close()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for bridge in list(self.bridges.values()):
+            await bridge.stop()
+        self.bridges.clear()
+        for watcher in self._watchers:
+            await watcher.close()
+        for api in self._apis:
+            await api.close()

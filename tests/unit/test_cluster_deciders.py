@@ -1,0 +1,135 @@
+"""The pure parts of cluster connections: address matching, the four
+message-load-balancing modes, the reconnect schedule (issue 11)."""
+
+from __future__ import annotations
+
+from itertools import islice
+
+import pytest
+
+from services.router.cluster.address_match import AddressMatch
+from services.router.cluster.balancing import OFF, OFF_WITH_REDISTRIBUTION, ON_DEMAND, STRICT, choose
+from services.router.cluster.bridge import retry_delays
+
+
+@pytest.mark.parametrize("spec, yes, no", [
+    ("", ["a", "eu.uk", "$.anything"], []),
+    ("eu", ["eu", "eu.uk", "europe"], ["us", "xeu"]),
+    ("!eu", ["us", "asia.eu"], ["eu", "eu.uk"]),
+    ("eu.uk,eu.de", ["eu.uk.london", "eu.de"], ["eu.fr", "eu"]),
+    ("eu,!eu.uk", ["eu.de", "eu"], ["eu.uk", "eu.uk.x", "us"]),
+    ("!eu.uk,eu", ["eu.de"], ["eu.uk"]),  # exclusion wins whatever the order
+    ("eu.*", ["eu.*x"], ["eu.uk"]),  # no wildcards: '*' is a character
+    (" eu , !eu.uk ", ["eu.de"], ["eu.uk"]),
+])
+def test_address_matching_as_the_seed_says(spec, yes, no):
+    m = AddressMatch(spec)
+    assert [a for a in yes if m.matches(a)] == yes
+    assert [a for a in no if m.matches(a)] == []
+
+
+class Q:
+    def __init__(self, name, accepts=True, consumer=True):
+        self.name, self._accepts, self._consumer = name, accepts, consumer
+
+    def accepts(self, msg):
+        return self._accepts
+
+    def has_consumer_for(self, msg):
+        return self._consumer
+
+    def __repr__(self):
+        return self.name
+
+
+def rotation(mode, local, remote, n=8):
+    out, position = [], 0
+    for _ in range(n):
+        chosen, advanced = choose(mode, local, remote, None, position)
+        position += advanced
+        out.append(chosen.name if chosen is not None else None)
+    return out
+
+
+def test_on_demand_rotates_over_members_with_a_consumer_local_first():
+    a, b, c, d = Q("A"), Q("B"), Q("C", consumer=False), Q("D")
+    assert rotation(ON_DEMAND, a, [b, c, d], 6) == ["A", "B", "D", "A", "B", "D"]
+
+
+def test_on_demand_keeps_it_local_when_nobody_consumes():
+    a = Q("A", consumer=False)
+    assert rotation(ON_DEMAND, a, [Q("B", consumer=False)], 3) == ["A", "A", "A"]
+
+
+def test_on_demand_without_a_local_queue_still_delivers_a_subscription_held_elsewhere():
+    assert rotation(ON_DEMAND, None, [Q("B", consumer=False), Q("C", consumer=False)], 4) == ["B", "C", "B", "C"]
+
+
+def test_a_remote_queue_whose_filter_refuses_is_never_chosen():
+    assert rotation(STRICT, Q("A"), [Q("B", accepts=False), Q("C")], 4) == ["A", "C", "A", "C"]
+
+
+def test_strict_ignores_consumers():
+    a, b = Q("A", consumer=False), Q("B", consumer=False)
+    assert rotation(STRICT, a, [b], 4) == ["A", "B", "A", "B"]
+
+
+@pytest.mark.parametrize("mode", [OFF, OFF_WITH_REDISTRIBUTION])
+def test_off_never_forwards(mode):
+    assert rotation(mode, Q("A", consumer=False), [Q("B")], 3) == ["A", "A", "A"]
+    assert rotation(mode, None, [Q("B")], 2) == [None, None]
+
+
+def test_retry_delays_grow_by_the_multiplier_up_to_the_maximum():
+    assert list(islice(retry_delays(500, 1.0, 2000), 4)) == [500, 500, 500, 500]
+    assert list(islice(retry_delays(100, 2.0, 1000), 6)) == [100, 200, 400, 800, 1000, 1000]
+    assert list(islice(retry_delays(3000, 1.5, 2000), 2)) == [2000, 2000]
+
+
+def test_the_starter_configs_cluster_connection_example_is_every_parameter_at_its_default():
+    from meshmq.config.loader import default_dev_config_yaml, load_config_text
+    from meshmq.config.models import ClusterConnection
+
+    text = default_dev_config_yaml()
+    block = text[text.index("# connectors:"):]
+    uncommented = "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
+    cc = load_config_text(uncommented).cluster_connections["my-cluster"]
+    assert cc == ClusterConnection(static_connectors=("other-node",))
+    listed = {line.split(":")[0].strip() for line in uncommented.splitlines()[4:]}
+    assert listed == {name.replace("_", "-") for name in ClusterConnection.model_fields}
+
+
+class FakeLink:
+    def __init__(self, name, local="me", spec=""):
+        from services.router.cluster.address_match import AddressMatch
+
+        self.name, self.local_node_id, self.matches = name, local, AddressMatch(spec).matches
+
+
+def binding(node, queue, address="orders", hops=1, consumers=()):
+    from meshmq.v1 import cluster_pb2 as cpb
+
+    return cpb.ClusterBinding(node_id=node, node_name=node.upper(), queue=queue, address=address, hops=hops,
+                              consumer_filters=list(consumers))
+
+
+def test_remote_bindings_keep_the_nearest_copy_and_drop_our_own_and_unmatched_addresses():
+    from services.router.cluster.bindings import RemoteBindings
+
+    changed = []
+    reg = RemoteBindings(lambda addresses: changed.append(sorted(addresses)))
+    to_b, to_c = FakeLink("cc->b"), FakeLink("cc->c", spec="orders")
+    reg.apply(to_b, [binding("b", "q1"), binding("c", "q1", hops=2), binding("me", "q1"),
+                     binding("b", "$.meshmq.sf.cc.x"), binding("b", "n1", address="news")])
+    assert sorted((rb.node_id, rb.queue, rb.link.name) for rb in reg.all()) == [
+        ("b", "n1", "cc->b"), ("b", "q1", "cc->b"), ("c", "q1", "cc->b")]
+    reg.apply(to_c, [binding("c", "q1", hops=1, consumers=["", "x > 1"]), binding("c", "n2", address="news")])
+    group = reg.for_address("orders")["q1"]
+    assert [(rb.node_name, rb.hops, rb.link.name) for rb in group] == [("B", 1, "cc->b"), ("C", 1, "cc->c")]
+    assert group[1].consumer_filters == ("", "x > 1")
+    assert "n2" not in reg.for_address("news")  # cc->c balances "orders" only
+    reg.drop(to_c)
+    assert [(rb.node_name, rb.hops) for rb in reg.for_address("orders")["q1"]] == [("B", 1), ("C", 2)]
+    assert changed[-1] == ["orders"]
+    reg.drop(to_b)
+    assert reg.all() == [] and not reg.for_address("orders")

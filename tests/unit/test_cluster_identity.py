@@ -1,0 +1,140 @@
+"""Service-to-service identity: the cluster-user / cluster-password keys, the
+rules that tie them to security-enabled, and the deciders the services and
+the credential check use (meshmq/security/cluster_identity.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from meshmq.config import defaults
+from meshmq.config.loader import ConfigError, load_config_text
+from meshmq.security.authentication import Authenticator
+from meshmq.security.cluster_identity import cluster_metadata, server_interceptors, service_problem, start_warnings
+from meshmq.transport import (
+    CLUSTER_PASSWORD_KEY,
+    CLUSTER_USER_KEY,
+    PASSWORD_KEY,
+    USERNAME_KEY,
+    ClusterIdentityCheck,
+    has_cluster_credential,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+SECURED = "security-enabled: true\nusers: [{username: app, password: app-pw}]\n"
+USES_JOURNAL_SERVICE = "journal: {address: 'journal-host:61626'}\n"
+USES_DISCOVERY_SERVICE = "discovery-groups: {dg: {discovery-service: 'disco:61636'}}\n"
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        load_config_text(text, source="node.yaml")
+    return [str(p) for p in err.value.problems]
+
+
+def test_the_keys_and_their_defaults():
+    cfg = load_config_text("")
+    assert (cfg.cluster_user, cfg.cluster_password) == ("meshmq.cluster", None)
+    assert cluster_metadata(cfg) == ()
+    cfg = load_config_text("cluster-user: ops.cluster\ncluster-password: s3cret\n")
+    assert cluster_metadata(cfg) == ((CLUSTER_USER_KEY, "ops.cluster"), (CLUSTER_PASSWORD_KEY, "s3cret"))
+
+
+@pytest.mark.parametrize(("uses", "named"), [
+    (USES_JOURNAL_SERVICE, "a journal service (journal.address journal-host:61626)"),
+    (USES_DISCOVERY_SERVICE, "a discovery service (discovery-groups.dg.discovery-service disco:61636)"),
+])
+def test_a_secured_node_using_a_separate_service_needs_a_cluster_password(uses, named):
+    assert problems(SECURED + uses) == [
+        f"node.yaml:1: cluster-password: required when security-enabled is true and the node uses {named}: "
+        'without it that service accepts any caller (docs/security.md, "Cluster identity")'
+    ]
+    assert load_config_text(SECURED + uses + "cluster-password: s3cret\n").cluster_password == "s3cret"
+
+
+def test_a_secured_node_with_cluster_connections_needs_a_cluster_password():
+    links = "connectors: {b: '10.0.0.2:61616'}\ncluster-connections: {my-cluster: {static-connectors: [b]}}\n"
+    assert problems(SECURED + links) == [
+        "node.yaml:1: cluster-password: required when security-enabled is true and the node has "
+        'cluster-connections (my-cluster): a secured node takes no cluster link without it '
+        '(docs/security.md, "Cluster identity")'
+    ]
+    assert load_config_text(SECURED + links + "cluster-password: s3cret\n").cluster_password == "s3cret"
+
+
+@pytest.mark.parametrize("text", [
+    SECURED,  # the embedded journal is in the router's process: nothing to prove
+    USES_JOURNAL_SERVICE + USES_DISCOVERY_SERVICE,  # security off: unchanged
+])
+def test_no_cluster_password_is_needed_without_a_separate_service_or_security(text):
+    assert load_config_text(text).cluster_password is None
+
+
+def test_a_secured_journal_or_discovery_service_needs_a_cluster_password():
+    cfg = load_config_text(SECURED)
+    for service in ("journal", "discovery"):
+        problem = service_problem(cfg, service)
+        assert problem is not None and problem.startswith("cluster-password: required when security-enabled is true")
+        assert f"the {service} service accepts any caller" in problem
+    assert service_problem(load_config_text(SECURED + "cluster-password: s3cret\n"), "journal") is None
+    assert service_problem(load_config_text(""), "journal") is None
+
+
+def test_start_warnings():
+    unsecured = load_config_text("")
+    assert "no cluster-password: the journal service accepts any caller" in start_warnings(unsecured, "journal")[0]
+    assert start_warnings(unsecured, "router") == []
+    assert start_warnings(load_config_text("cluster-password: s3cret\n"), "journal") == []
+    for example in defaults.EXAMPLE_CLUSTER_PASSWORDS:
+        cfg = load_config_text(f"cluster-password: {example!r}\n")
+        for service in ("journal", "discovery", "router"):
+            [warning] = start_warnings(cfg, service)
+            assert warning.startswith("cluster-password is an example password from the documentation")
+
+
+def test_every_cluster_password_in_the_docs_and_examples_is_warned_about():
+    files = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "deploy").rglob("*.y*ml")]
+    found = {
+        value.strip("'\"")
+        for path in files
+        for value in re.findall(r"cluster-password:\s*([^\s#,}]+|\"[^\"]*\"|'[^']*')", path.read_text())
+    }
+    assert found <= defaults.EXAMPLE_CLUSTER_PASSWORDS
+
+
+def test_the_credential_compare():
+    md = {CLUSTER_USER_KEY: "meshmq.cluster", CLUSTER_PASSWORD_KEY: "s3cret"}
+    assert has_cluster_credential(md, "meshmq.cluster", "s3cret")
+    assert not has_cluster_credential(md, "meshmq.cluster", "s3cret!")
+    assert not has_cluster_credential(md, "other", "s3cret")
+    assert not has_cluster_credential({}, "meshmq.cluster", "s3cret")
+    assert not has_cluster_credential({CLUSTER_PASSWORD_KEY: "s3cret"}, "meshmq.cluster", "s3cret")
+
+
+def test_who_the_check_admits():
+    cfg = load_config_text(SECURED + "cluster-password: s3cret\n")
+    assert server_interceptors(load_config_text(""), "journal") == []
+    [journal] = server_interceptors(cfg, "journal")
+    cluster = {CLUSTER_USER_KEY: "meshmq.cluster", CLUSTER_PASSWORD_KEY: "s3cret"}
+    user = {USERNAME_KEY: "app", PASSWORD_KEY: "app-pw"}
+    assert journal.admits("/meshmq.v1.Journal/Load", cluster)
+    assert not journal.admits("/meshmq.v1.Journal/Load", user)
+
+    users = Authenticator(True, [("app", "app-pw")])
+    discovery = ClusterIdentityCheck("meshmq.cluster", "s3cret", service="the discovery service",
+                                     readers=lambda md: users.identify(md) is not None,
+                                     read_methods={"/meshmq.v1.Discovery/List"})
+    assert discovery.admits("/meshmq.v1.Discovery/List", user)
+    assert discovery.admits("/meshmq.v1.Discovery/Announce", cluster)
+    assert not discovery.admits("/meshmq.v1.Discovery/Announce", user)
+    assert not discovery.admits("/meshmq.v1.Discovery/List", {USERNAME_KEY: "app", PASSWORD_KEY: "guess"})
+    assert not discovery.admits("/meshmq.v1.Discovery/List", {})
+
+
+def test_the_authenticator_identifies_users_whether_or_not_security_is_on():
+    off = Authenticator(False, [("app", "app-pw")])
+    assert off.identify({USERNAME_KEY: "app", PASSWORD_KEY: "app-pw"}) == "app"
+    assert off.identify({USERNAME_KEY: "app", PASSWORD_KEY: "x"}) is None
+    assert off.identify({}) is None
