@@ -298,11 +298,13 @@ def discovery_groups(spec: ClusterSpec, etcd_endpoint: str) -> dict[str, Any]:
     }}
 
 
-def _tls_keys(certificate: Certificate | None) -> dict[str, Any]:
-    """A listener's TLS keys for `certificate` (none: plain)."""
+def _tls_keys(certificate: Certificate | None, *, trust: bool = False) -> dict[str, Any]:
+    """A listener's TLS keys for `certificate` (none: plain); with `trust`,
+    also the CA, which a router's cluster links trust (link_identity.py)."""
     if certificate is None:
         return {}
-    return {"ssl-enabled": True, "cert-path": str(certificate.cert), "key-path": str(certificate.key)}
+    keys = {"ssl-enabled": True, "cert-path": str(certificate.cert), "key-path": str(certificate.key)}
+    return {**keys, "trust-path": str(certificate.ca)} if trust else keys
 
 
 def node_config_data(spec: ClusterSpec, node: NodeSpec, *, etcd_endpoint: str, run_dir: Path,
@@ -314,7 +316,8 @@ def node_config_data(spec: ClusterSpec, node: NodeSpec, *, etcd_endpoint: str, r
     launcher = {
         "name": node.name,
         "data-directory": str(run_dir / node.name / "data"),
-        "acceptors": [{"name": defaults.ACCEPTOR_NAME, "host": HOST, "port": node.port, **_tls_keys(certificate)}],
+        "acceptors": [{"name": defaults.ACCEPTOR_NAME, "host": HOST, "port": node.port,
+                       **_tls_keys(certificate, trust=True)}],
         "discovery-groups": discovery_groups(spec, etcd_endpoint),
         "broadcast-groups": {DISCOVERY_GROUP: {"discovery-group-ref": DISCOVERY_GROUP,
                                                "broadcast-period": spec.discovery.broadcast_period}},

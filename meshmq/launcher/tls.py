@@ -27,10 +27,12 @@ CERT_DIRECTORY = "tls"
 
 @dataclass(frozen=True)
 class Certificate:
-    """A process's certificate and key, the paths its listener config names."""
+    """A process's certificate and key, the paths its listener config names,
+    and the CA that signed it (what a router's links to the others trust)."""
 
     cert: Path
     key: Path
+    ca: Path
 
 
 def ca_problem(ca_dir: Path) -> str | None:
@@ -50,5 +52,5 @@ def issue_certificates(ca_dir: Path, directories: dict[str, Path]) -> dict[str, 
             cert, key = issue(ca_dir, directory / CERT_DIRECTORY, name, CERT_HOSTS, force=True)
         except CertError as exc:
             raise CertError(f"the certificate of {name}: {exc}") from None
-        issued[name] = Certificate(cert, key)
+        issued[name] = Certificate(cert, key, ca_dir / CA_CERT)
     return issued

@@ -17,6 +17,7 @@ from meshmq.launcher import ClusterError, ClusterSpec, ClusterUpError, LocalClus
 from meshmq.config.loader import load_config
 from meshmq.discovery import GrpcDiscoveryClient
 from meshmq.v1 import discovery_pb2 as dpb
+from tests.fixtures.nodes import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +42,26 @@ async def listed(state) -> list[dpb.ClusterNode]:
         await api.close()
 
 
+async def forwarded_across(source_url: str, target_url: str, queue: str = "cluster.orders") -> None:
+    """A consumer on the node at `target_url`; once the node at `source_url`
+    knows of it, what that node is sent arrives there (ON_DEMAND, over the
+    cluster connection's link)."""
+    async with await connect(target_url) as at_target:
+        consumer = await (await at_target.session()).create_consumer(queue)
+        async with await connect(source_url) as at_source:
+            async def knows_the_consumer():
+                state = await at_source.admin.cluster_state()
+                return any(rb.queue == queue and rb.consumer_filters for rb in state.remote_bindings)
+            await eventually(knows_the_consumer, 30, "the source node to learn of the consumer")
+            producer = await (await at_source.session()).create_producer(queue)
+            for i in range(10):
+                await producer.send(b"across", properties={"n": i}, routing_type="anycast")
+        got = [await consumer.receive(10) for _ in range(10)]
+        assert [int(m.properties["n"]) for m in got if m is not None] == list(range(10))
+        for m in got:
+            m.ack()
+
+
 async def test_up_status_down_of_the_symmetric_example(launched):
     spec = load_cluster_spec(SYMMETRIC_3).with_free_ports()
     run = launched.run_dir()
@@ -59,6 +80,9 @@ async def test_up_status_down_of_the_symmetric_example(launched):
             info = await conn.admin.node_info()
             assert (info.node_id, info.name) == (record.node_id, record.name)
             assert sorted(s.target for s in await conn.wait_for_topology(3)) == endpoints
+    # the cluster connection of node-defaults: a message sent on n1 reaches the only consumer, on n3
+    await forwarded_across(f"meshmq://{state.nodes[0].endpoint}?useTopologyForLoadBalancing=false",
+                           f"meshmq://{state.nodes[2].endpoint}?useTopologyForLoadBalancing=false")
     # what the run directory holds
     for record in state.processes:
         assert (run / f"{record.name}.pid").read_text().strip() == str(record.pid)

@@ -24,7 +24,7 @@ from meshmq.security.certs import create_ca
 from meshmq.transport import channel_credentials, cluster_credentials_metadata, credentials_metadata
 from meshmq.v1 import discovery_pb2 as dpb
 
-from .test_local_cluster import gone
+from .test_local_cluster import forwarded_across, gone
 
 pytestmark = pytest.mark.integration
 
@@ -106,6 +106,11 @@ async def test_the_secured_example_up_used_and_down(launched, secured_file):
         assert "user 'app'" in str(refused.value) and "'admin.x'" in str(refused.value)
     async with await connect(user_url(endpoints["n1"], ADMIN, ca_cert)) as conn:
         await (await (await conn.session()).create_producer("admin.x")).send(b"yes", routing_type="anycast")
+    # the cluster connection: n1 forwards to a consumer on n3 over a TLS link with the cluster password
+    await forwarded_across(user_url(endpoints["n1"], ADMIN, ca_cert, useTopologyForLoadBalancing="false"),
+                           user_url(endpoints["n3"], APP, ca_cert, useTopologyForLoadBalancing="false"),
+                           queue="app.cluster")
+    assert "refused a cluster link" not in (run / "n3.log").read_text()
 
     # no credentials: refused; no CA to verify the node with (the system's CAs): the handshake fails
     with pytest.raises(AuthenticationError):

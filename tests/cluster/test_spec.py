@@ -261,11 +261,13 @@ def test_tls_issues_certificates_and_security_keys_reach_discovery(tmp_path):
     assert spec.ca_dir == tmp_path / "ca"
     (tmp_path / "n1.pem").write_text("x")
     (tmp_path / "n1-key.pem").write_text("x")
-    certificate = Certificate(tmp_path / "n1.pem", tmp_path / "n1-key.pem")
+    (tmp_path / "ca.pem").write_text("x")
+    certificate = Certificate(tmp_path / "n1.pem", tmp_path / "n1-key.pem", tmp_path / "ca.pem")
     node = build_config(node_config_data(spec, spec.nodes[0], etcd_endpoint="127.0.0.1:1", run_dir=tmp_path,
                                          certificate=certificate), spec.base_dir)
     acceptor = node.acceptors[0]
     assert (acceptor.ssl_enabled, acceptor.cert_path, acceptor.key_path) == (True, certificate.cert, certificate.key)
+    assert acceptor.trust_path == certificate.ca  # what the node's cluster links trust
     plain = build_config(node_config_data(spec, spec.nodes[0], etcd_endpoint="127.0.0.1:1", run_dir=tmp_path),
                          spec.base_dir)
     assert not plain.acceptors[0].ssl_enabled

@@ -95,6 +95,7 @@ async def test_a_node_is_considered_down_after_its_reconnect_attempts(nodes):
         b = await bridge(cluster["A"])
         return b.state == "down"
     await eventually(down, 20, "A to consider B down")
+    assert "considered down after 2 failed attempts" in cluster["A"].log_path.read_text()
     assert (await cluster_state(cluster["A"])).remote_bindings == []
     await send(cluster["A"], 20)  # nothing more is routed to B
     async with await connect(cluster["A"].url) as conn:
@@ -107,14 +108,17 @@ async def test_a_node_is_considered_down_after_its_reconnect_attempts(nodes):
 
 
 async def test_a_node_never_reached_is_down_after_its_initial_connect_attempts(nodes):
+    # max-retry-interval 30 s: once down, the next probe is far off, so the count stays put
     cluster = start_cluster(nodes, {"A": ["B"], "B": []}, start=False,
-                            options="retry-interval: 100, initial-connect-attempts: 3")
+                            options="retry-interval: 100, max-retry-interval: 30000, initial-connect-attempts: 3")
     await asyncio.to_thread(cluster["A"].start)
 
     async def down():
         b = await bridge(cluster["A"])
-        return b.state == "down" and b.retries >= 3
+        return b.state == "down"
     await eventually(down, 20, "A to give up on B")
+    assert (await bridge(cluster["A"])).retries == 3  # three attempts in all, not four
+    assert "considered down after 3 failed attempts" in cluster["A"].log_path.read_text()
 
 
 async def test_a_wrong_cluster_password_refuses_the_link_with_a_clear_log_line_on_both_sides(nodes):

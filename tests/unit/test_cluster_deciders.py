@@ -9,7 +9,7 @@ import pytest
 
 from services.router.cluster.address_match import AddressMatch
 from services.router.cluster.balancing import OFF, OFF_WITH_REDISTRIBUTION, ON_DEMAND, STRICT, choose
-from services.router.cluster.bridge import retry_delays
+from services.router.cluster.bridge import gives_up, retry_delays
 
 
 @pytest.mark.parametrize("spec, yes, no", [
@@ -78,6 +78,17 @@ def test_strict_ignores_consumers():
 def test_off_never_forwards(mode):
     assert rotation(mode, Q("A", consumer=False), [Q("B")], 3) == ["A", "A", "A"]
     assert rotation(mode, None, [Q("B")], 2) == [None, None]
+
+
+def test_initial_connect_attempts_count_every_attempt_and_reconnect_attempts_count_those_after_the_break():
+    # initial-connect-attempts 3: down after the third failed attempt, not the fourth
+    assert [gives_up(n, False, 3, -1) for n in (1, 2, 3)] == [False, False, True]
+    assert gives_up(1, False, 0, -1) and gives_up(1, False, 1, -1)  # one attempt is always made
+    assert not gives_up(1_000, False, -1, 0)  # -1: never
+    # reconnect-attempts 2: two more attempts after the break; 0: down at the break itself
+    assert [gives_up(n, True, -1, 2) for n in (0, 1, 2)] == [False, False, True]
+    assert gives_up(0, True, -1, 0)
+    assert not gives_up(1_000, True, 5, -1)
 
 
 def test_retry_delays_grow_by_the_multiplier_up_to_the_maximum():

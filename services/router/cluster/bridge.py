@@ -31,7 +31,6 @@ import grpc
 
 from meshmq.config.models import ClusterConnection
 from meshmq.routing_names import store_and_forward_queue_name
-from meshmq.transport import open_channel
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 from meshmq.v1 import messages_pb2 as mpb
@@ -40,6 +39,7 @@ from ..consumer import ServerConsumer
 from ..message import Ref
 from ..routing import ANYCAST
 from .address_match import AddressMatch
+from .link_identity import LinkIdentity
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -53,6 +53,16 @@ DELIVERY_COUNT = "_MQ_DELIVERY_COUNT"
 # At most this many messages in one ForwardBatch (the window bounds the bytes).
 MAX_BATCH_MESSAGES = 1000
 CONNECTING, CONNECTED, RETRYING, DOWN, SELF, STOPPED = "connecting", "connected", "retrying", "down", "self", "stopped"
+
+
+def gives_up(failed: int, ever_connected: bool, initial_connect_attempts: int, reconnect_attempts: int) -> bool:
+    """Whether the target is now considered down: `failed` attempts since the
+    link was last up. Before it ever was, `initial-connect-attempts` attempts
+    in all (at least the one made); after a break, `reconnect-attempts` more
+    (0: down at the break). -1 = never."""
+    if ever_connected:
+        return reconnect_attempts >= 0 and failed >= reconnect_attempts
+    return initial_connect_attempts >= 0 and failed >= max(initial_connect_attempts, 1)
 
 
 def retry_delays(retry_interval: int, multiplier: float, max_retry_interval: int):
@@ -72,7 +82,7 @@ class Bridge:
     """One link of cluster connection `cc_name` to the node at `endpoint`."""
 
     def __init__(self, broker: Broker, cc_name: str, cc: ClusterConnection, endpoint: str, *,
-                 metadata: tuple[tuple[str, str], ...], node_name: str,
+                 identity: LinkIdentity, node_name: str,
                  on_members: Callable[[Bridge, list[cpb.ClusterMember]], None] = lambda bridge, members: None,
                  scale_down: bool = False) -> None:
         self.broker = broker
@@ -85,7 +95,7 @@ class Bridge:
         self.client_id = cc.client_id or f"{node_name}.{cc_name}"
         self.load_balancing = cc.message_load_balancing
         self.matches = AddressMatch(cc.address).matches
-        self._metadata = metadata
+        self._identity = identity
         self._on_members = on_members
         self._scale_down = scale_down
         self._node_name = node_name
@@ -148,7 +158,7 @@ class Bridge:
     # ------------------------------------------------------------ connecting
 
     async def _run(self) -> None:
-        attempts = 0
+        failed = 0  # connection attempts failed since the link was last up (or since start)
         ever_connected = False
         delays = self._delays()
         while True:
@@ -167,23 +177,23 @@ class Bridge:
                 self.problem = _describe(exc)
             if self.connected.is_set():  # it was up: a break, not a failed attempt
                 ever_connected = True
-                attempts = 0
+                failed = 0
                 delays = self._delays()
                 log.warning("cluster connection %s: link to %s (%s) broke: %s; reconnecting", self.cc_name,
                             self.target_node_name or self.endpoint, self.endpoint, self.problem)
-            if self.connected.is_set():
                 self.connected.clear()
                 self.broker.bindings_changed()
+            else:
+                failed += 1
+                self.retries += 1
             self._detach()
-            attempts += 1
-            self.retries += 1
-            limit = self.cc.reconnect_attempts if ever_connected else self.cc.initial_connect_attempts
-            if limit >= 0 and attempts > limit and self.state != DOWN:
+            if self.state != DOWN and gives_up(failed, ever_connected, self.cc.initial_connect_attempts,
+                                               self.cc.reconnect_attempts):
                 self.state = DOWN
                 self.broker.remote.drop(self)
-                log.warning("cluster connection %s: %s considered down after %d attempts (%s); nothing more is "
-                            "routed to it; %d messages wait in its store-and-forward queue", self.cc_name,
-                            self.endpoint, attempts, self.problem, self.pending)
+                log.warning("cluster connection %s: %s considered down after %d failed attempts (%s); nothing more "
+                            "is routed to it; %d messages wait in its store-and-forward queue", self.cc_name,
+                            self.endpoint, failed, self.problem, self.pending)
             elif self.state != DOWN:
                 self.state = RETRYING
             wait = self.cc.max_retry_interval if self.state == DOWN else next(delays)
@@ -193,9 +203,9 @@ class Bridge:
         return retry_delays(self.cc.retry_interval, self.cc.retry_interval_multiplier, self.cc.max_retry_interval)
 
     async def _connect_and_serve(self) -> None:
-        self._channel = open_channel(self.endpoint)
+        self._channel = self._identity.open(self.endpoint)
         stub = cgrpc.ClusterStub(self._channel)
-        call = stub.Link(metadata=self._metadata)
+        call = stub.Link(metadata=self._identity.metadata)
         self._call = call
         timeout = self.cc.call_timeout / 1000
         try:

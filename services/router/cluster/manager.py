@@ -13,11 +13,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from meshmq.config.models import BrokerConfig
-from meshmq.security.cluster_identity import cluster_metadata
-
 from meshmq.v1 import cluster_pb2 as cpb
 
 from .bridge import CONNECTED, Bridge
+from .link_identity import link_identity
 
 if TYPE_CHECKING:
     from meshmq.discovery import TopologyWatcher
@@ -36,6 +35,7 @@ class ClusterConnections:
         self._watchers: list[TopologyWatcher] = []
         self._apis: list = []
         self.own_connector = ""
+        self._identity = link_identity(config)
 
     def start(self, own_endpoints: list[str]) -> None:
         self._own = set(own_endpoints)
@@ -56,7 +56,7 @@ class ClusterConnections:
         if endpoint in self._own or (cc_name, endpoint) in self.bridges:
             return None
         bridge = Bridge(self.broker, cc_name, self.config.cluster_connections[cc_name], endpoint,
-                        metadata=cluster_metadata(self.config), node_name=self.config.name,
+                        identity=self._identity, node_name=self.config.name,
                         on_members=self._learned)
         self.bridges[(cc_name, endpoint)] = bridge
         bridge.start()

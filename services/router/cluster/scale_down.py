@@ -26,13 +26,12 @@ import grpc
 from meshmq.config.models import ClusterConnection, ScaleDown
 from meshmq.routing_names import INTERNAL_PREFIX
 from meshmq.runtime import ScaleDownFailed
-from meshmq.security.cluster_identity import cluster_metadata
-from meshmq.transport import open_channel
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 from meshmq.v1 import journal_pb2 as jpb
 
 from .bridge import DELIVERY_COUNT, ROUTE_SEP, ROUTE_TO, Bridge
+from .link_identity import LinkIdentity, link_identity
 
 if TYPE_CHECKING:
     from meshmq.config.models import BrokerConfig
@@ -74,11 +73,11 @@ class Welcomed(str):
         return str(self)
 
 
-async def probe(endpoint: str, metadata, node_id: str, node_name: str, group_name: str | None) -> str:
+async def probe(endpoint: str, identity: LinkIdentity, node_id: str, node_name: str, group_name: str | None) -> str:
     """Why `endpoint` cannot take the messages, or `Welcomed` (its node id) when it can."""
-    channel = open_channel(endpoint)
+    channel = identity.open(endpoint)
     try:
-        call = cgrpc.ClusterStub(channel).Link(metadata=metadata)
+        call = cgrpc.ClusterStub(channel).Link(metadata=identity.metadata)
         await asyncio.wait_for(call.write(cpb.LinkRequest(hello=cpb.LinkHello(
             cluster_connection=SCALE_DOWN, node_id=node_id, node_name=node_name, max_hops=0,
             scale_down=True))), PROBE_TIMEOUT_S)
@@ -102,10 +101,10 @@ async def probe(endpoint: str, metadata, node_id: str, node_name: str, group_nam
 async def choose_target(config: BrokerConfig, broker: Broker, own_endpoints: list[str]) -> tuple[str, str]:
     """(endpoint, node id) of the first node that can take the messages. Raises ScaleDownFailed."""
     sd = config.scale_down
-    metadata = cluster_metadata(config)
+    identity = link_identity(config)
     tried = []
     for endpoint in await candidates(config, sd, set(own_endpoints)):
-        why = await probe(endpoint, metadata, broker.node_id, config.name, sd.group_name)
+        why = await probe(endpoint, identity, broker.node_id, config.name, sd.group_name)
         if isinstance(why, Welcomed):
             return endpoint, why.node_id
         tried.append(f"{endpoint} ({why})")
@@ -115,12 +114,12 @@ async def choose_target(config: BrokerConfig, broker: Broker, own_endpoints: lis
 
 async def scale_down(config: BrokerConfig, broker: Broker, endpoint: str) -> None:
     """Move everything to the node at `endpoint`. Raises ScaleDownFailed."""
-    await _move_all(config, broker, endpoint, cluster_metadata(config))
+    await _move_all(config, broker, endpoint, link_identity(config))
 
 
-async def _move_all(config: BrokerConfig, broker: Broker, endpoint: str, metadata) -> None:
+async def _move_all(config: BrokerConfig, broker: Broker, endpoint: str, identity: LinkIdentity) -> None:
     cc = ClusterConnection(static_connectors=(SCALE_DOWN,), initial_connect_attempts=3, reconnect_attempts=3)
-    bridge = Bridge(broker, SCALE_DOWN, cc, endpoint, metadata=metadata, node_name=config.name, scale_down=True)
+    bridge = Bridge(broker, SCALE_DOWN, cc, endpoint, identity=identity, node_name=config.name, scale_down=True)
     bridge.start()
     try:
         await asyncio.wait_for(bridge.connected.wait(), PROBE_TIMEOUT_S * 2)
