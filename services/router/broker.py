@@ -748,7 +748,7 @@ class Broker:
                 if active and q in active:
                     self.redistribution.run(q)
                 q.dispatch(self.expire)
-                if q.consumers and not q.depaging and paging.should_read_page(
+                if (q.consumers or q in active) and not q.depaging and paging.should_read_page(
                     q.waiting, q.paged_messages, q.paged_bytes, self.settings(q.address).page_size_bytes
                 ):
                     q.depaging = True

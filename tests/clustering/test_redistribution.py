@@ -110,3 +110,23 @@ async def test_off_with_redistribution_moves_them_and_off_does_not(nodes, mode, 
     finally:
         await a.close()
         await b.close()
+
+
+async def test_paged_messages_are_redistributed_too_a_page_at_a_time_in_order(nodes):
+    """A queue that pages (max-size-bytes far below its backlog) loses its
+    consumer: the messages in memory and every page behind them move, in order."""
+    extra = (f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
+             "address-settings:\n  '#': {redistribution-delay: 0, max-size-bytes: 2K, page-size-bytes: 1K}\n")
+    cluster = start_cluster(nodes, {"A": ["B"], "B": ["A"]}, extra=extra)
+    count = 300
+    a, a_consumer, b, b_consumer = await stranded_on_a(cluster, count)
+    try:
+        assert (await a.admin.queue(QUEUE)).paged_count > 0  # the point: most of them are paged
+        await a_consumer.close()
+        got = await collect({"B": b_consumer}, count, deadline=60)
+        assert got == {"B": list(range(count))}
+        info = await a.admin.queue(QUEUE)
+        assert (info.message_count, info.paged_count) == (0, 0)
+    finally:
+        await a.close()
+        await b.close()

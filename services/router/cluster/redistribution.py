@@ -8,7 +8,9 @@ a node with a matching consumer (round robin). A local consumer that comes
 back within the delay cancels the move. As long as the queue stays without
 a local consumer, messages that arrive later and consumers that appear
 elsewhere later are redistributed too (Artemis keeps a redistributor on the
-queue the same way). Only with message-load-balancing ON_DEMAND or
+queue the same way). Paged messages follow a page at a time, in order: the
+node reads the next page of a redistributing queue as it would for a
+consumer. Only with message-load-balancing ON_DEMAND or
 OFF_WITH_REDISTRIBUTION.
 
 A moved message is a copy in the link's store-and-forward queue, stored in
@@ -50,7 +52,7 @@ class Redistribution:
     def consider(self, q: Queue) -> None:
         """Something changed for `q` (a consumer left, a remote consumer came):
         start its delay if it now has messages for elsewhere and no local taker."""
-        if q.deleted or q.consumers or q in self.active or q in self._timers or not q.waiting:
+        if q.deleted or q.consumers or q in self.active or q in self._timers or not (q.waiting or q.paged_messages):
             return
         if not self._wanted_elsewhere(q):
             return
@@ -74,6 +76,9 @@ class Redistribution:
             return
         self.active.add(q)
         self.run(q)
+        # Paged messages follow a page at a time: the dispatch reads the next
+        # page of a redistributing queue as it reads one for a consumer.
+        self.broker.schedule_dispatch(q)
 
     def run(self, q: Queue) -> None:
         """Move every waiting message of `q` that a remote consumer would take."""
