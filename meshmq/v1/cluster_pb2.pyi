@@ -66,20 +66,22 @@ class LinkPing(_message.Message):
     def __init__(self) -> None: ...
 
 class LinkHello(_message.Message):
-    __slots__ = ("cluster_connection", "node_id", "node_name", "max_hops", "scale_down", "check_period_ms")
+    __slots__ = ("cluster_connection", "node_id", "node_name", "max_hops", "scale_down", "check_period_ms", "connector")
     CLUSTER_CONNECTION_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     MAX_HOPS_FIELD_NUMBER: _ClassVar[int]
     SCALE_DOWN_FIELD_NUMBER: _ClassVar[int]
     CHECK_PERIOD_MS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     cluster_connection: str
     node_id: str
     node_name: str
     max_hops: int
     scale_down: bool
     check_period_ms: int
-    def __init__(self, cluster_connection: _Optional[str] = ..., node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., max_hops: _Optional[int] = ..., scale_down: _Optional[bool] = ..., check_period_ms: _Optional[int] = ...) -> None: ...
+    connector: str
+    def __init__(self, cluster_connection: _Optional[str] = ..., node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., max_hops: _Optional[int] = ..., scale_down: _Optional[bool] = ..., check_period_ms: _Optional[int] = ..., connector: _Optional[str] = ...) -> None: ...
 
 class LinkWelcome(_message.Message):
     __slots__ = ("node_id", "node_name", "group_name")

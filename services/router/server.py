@@ -166,7 +166,8 @@ class RouterNode:
         sd = live_only.scale_down if live_only is not None else None  # told even when this node's own is disabled
         self.links = ClusterServicer(self.broker, self.config.cluster_user, self.config.cluster_password,
                                      members=self.cluster.members, group_name=sd.group_name or "" if sd else "",
-                                     security_enabled=self.config.security_enabled)
+                                     security_enabled=self.config.security_enabled,
+                                     linked_from=self.cluster.linked_from)
         add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])
         for acc in self.config.acceptors:
             self.endpoints.append(bind_listener(self.server, acc, f"acceptor {acc.name!r}"))

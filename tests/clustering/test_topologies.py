@@ -128,3 +128,26 @@ cluster-connections:
     finally:
         for conn in conns:
             await conn.close()
+
+
+async def test_a_node_that_joins_by_naming_one_member_is_linked_back_by_everyone(nodes):
+    """A and B list each other; C, started later, lists only A. A links back to
+    C when C links to it, and B learns C from A: a producer on A or B reaches
+    the only consumer, on C. (Before, only C's own links existed: A and B never
+    forwarded to it.)"""
+    cluster = start_cluster(nodes, {"A": ["B"], "B": ["A"], "C": ["A"]}, extra=ORDERS, start=False)
+    for name in ("A", "B"):
+        await asyncio.to_thread(cluster[name].start)
+    await wait_bindings(cluster["A"], {("B", "OrderQueue", 0)})
+    await asyncio.to_thread(cluster["C"].start)
+    async with await connect(cluster["C"].url) as c_conn:
+        consumer = await (await c_conn.session()).create_consumer("OrderQueue")
+        for name in ("A", "B"):
+            await wait_bindings(cluster[name], {("C", "OrderQueue", 1),
+                                                ("B" if name == "A" else "A", "OrderQueue", 0)})
+        for n, name in enumerate(("A", "B")):
+            async with await connect(cluster[name].url) as conn:
+                await (await (await conn.session()).create_producer("OrderQueue")).send(b"x", properties={"n": n})
+        got = await collect({"C": consumer}, 2)
+        assert got == {"C": [0, 1]}
+    assert "linking back to C" in cluster["A"].log_path.read_text()

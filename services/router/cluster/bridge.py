@@ -209,10 +209,9 @@ class Bridge:
         self._call = call
         timeout = self.cc.call_timeout / 1000
         try:
-            await asyncio.wait_for(call.write(cpb.LinkRequest(hello=cpb.LinkHello(
-                cluster_connection=self.cc_name, node_id=self.broker.node_id, node_name=self._node_name,
-                max_hops=self.cc.max_hops, scale_down=self._scale_down,
-                check_period_ms=self.cc.check_period))), timeout)
+            await asyncio.wait_for(call.write(self._identity.hello(
+                self.cc_name, self.broker.node_id, self._node_name, max_hops=self.cc.max_hops,
+                scale_down=self._scale_down, check_period_ms=self.cc.check_period)), timeout)
             first = await asyncio.wait_for(call.read(), timeout)
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):

@@ -21,6 +21,7 @@ import grpc
 
 from meshmq.security.cluster_identity import cluster_metadata
 from meshmq.transport import channel_credentials, open_channel
+from meshmq.v1 import cluster_pb2 as cpb
 
 if TYPE_CHECKING:
     from meshmq.config.models import Acceptor, BrokerConfig
@@ -28,10 +29,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LinkIdentity:
-    """What every link of this node presents: its channel credentials and call metadata."""
+    """What every link of this node presents: its channel credentials, call
+    metadata, and the connector others link back to ("" = none: scale-down)."""
 
     metadata: tuple[tuple[str, str], ...] = ()
     credentials: grpc.ChannelCredentials | None = None
+    connector: str = ""
 
     def open(self, endpoint: str) -> grpc.aio.Channel:
         """A channel to another node's acceptor at `endpoint`."""
@@ -40,6 +43,11 @@ class LinkIdentity:
     @property
     def tls(self) -> bool:
         return self.credentials is not None
+
+    def hello(self, cluster_connection: str, node_id: str, node_name: str, **more) -> cpb.LinkRequest:
+        """The first message of every link this node opens."""
+        return cpb.LinkRequest(hello=cpb.LinkHello(cluster_connection=cluster_connection, node_id=node_id,
+                                                   node_name=node_name, connector=self.connector, **more))
 
 
 def connector_acceptor(config: BrokerConfig) -> Acceptor:
@@ -54,9 +62,9 @@ def connector_acceptor(config: BrokerConfig) -> Acceptor:
     return config.acceptors[0]
 
 
-def link_identity(config: BrokerConfig) -> LinkIdentity:
+def link_identity(config: BrokerConfig, connector: str = "") -> LinkIdentity:
     acceptor = connector_acceptor(config)
     credentials = None
     if acceptor.ssl_enabled:
         credentials = channel_credentials(acceptor.trust_path, acceptor.cert_path, acceptor.key_path)
-    return LinkIdentity(cluster_metadata(config), credentials)
+    return LinkIdentity(cluster_metadata(config), credentials, connector)

@@ -62,7 +62,8 @@ def offered_bindings(broker: Broker, source_node_id: str, max_hops: int) -> list
 class ClusterServicer(cgrpc.ClusterServicer):
     def __init__(self, broker: Broker, cluster_user: str, cluster_password: str | None,
                  members: Callable[[], list[cpb.ClusterMember]] = list, group_name: str = "",
-                 security_enabled: bool = False) -> None:
+                 security_enabled: bool = False,
+                 linked_from: Callable[[cpb.LinkHello], None] = lambda hello: None) -> None:
         self.broker = broker
         # A link puts messages into any queue past users and security-settings:
         # with security on and no cluster password to check, nobody may open one.
@@ -71,6 +72,8 @@ class ClusterServicer(cgrpc.ClusterServicer):
         self._group_name = group_name
         # This node and the nodes it links to (ClusterConnections.members), offered with the bindings.
         self._members = members
+        # Told of every link opened to this node (ClusterConnections.linked_from: it may link back).
+        self._linked_from = linked_from
         self._user = cluster_user
         self._password = cluster_password
         self.links: dict[str, cpb.LinkHello] = {}
@@ -116,6 +119,7 @@ class ClusterServicer(cgrpc.ClusterServicer):
         self._outs.add(out)
         log.info("cluster link from %s (cluster connection %s, max-hops %d)", hello.node_name,
                  hello.cluster_connection, hello.max_hops)
+        self._linked_from(hello)
         changed = asyncio.Event()
         changed.set()
         stop_watching = self.broker.watch_bindings(changed.set)

@@ -35,7 +35,7 @@ class ClusterConnections:
         self._watchers: list[TopologyWatcher] = []
         self._apis: list = []
         self.own_connector = ""
-        self._identity = link_identity(config)
+        self._identity = link_identity(config)  # with this node's connector once it listens (start)
 
     def start(self, own_endpoints: list[str]) -> None:
         self._own = set(own_endpoints)
@@ -43,6 +43,7 @@ class ClusterConnections:
         # Where other nodes link to this one: the connector-ref's, else the first acceptor.
         self.own_connector = self.config.connectors[refs[0]] if refs else own_endpoints[0]
         self._own.add(self.own_connector)
+        self._identity = link_identity(self.config, self.own_connector)
         for name, cc in self.config.cluster_connections.items():
             for ref in cc.static_connectors or ():
                 self._link(name, self.config.connectors[ref])
@@ -71,6 +72,23 @@ class ClusterConnections:
                 out.setdefault(bridge.target_node_id, cpb.ClusterMember(
                     node_id=bridge.target_node_id, node_name=bridge.target_node_name, connector=bridge.endpoint))
         return sorted(out.values(), key=lambda m: m.node_id)
+
+    def linked_from(self, hello: cpb.LinkHello) -> None:
+        """A node opened a link to this one: link back to it over the cluster
+        connection of the same name, when that one learns members (static
+        connectors, not allow-direct-connections-only): a node that joins by
+        naming one member is then reached by it, as Artemis announces a
+        joining node to the cluster. A discovery group names every node anyway."""
+        cc = self.config.cluster_connections.get(hello.cluster_connection)
+        if (cc is None or hello.scale_down or not hello.connector or cc.allow_direct_connections_only
+                or not cc.static_connectors or hello.node_id == self.broker.node_id):
+            return
+        if any(b.cc_name == hello.cluster_connection and b.target_node_id == hello.node_id
+               for b in self.bridges.values()):
+            return
+        if self._link(hello.cluster_connection, hello.connector) is not None:
+            log.info("cluster connection %s: linking back to %s (%s), which linked to this node",
+                     hello.cluster_connection, hello.node_name, hello.connector)
 
     def _learned(self, bridge: Bridge, members: list[cpb.ClusterMember]) -> None:
         """Members a link's target told us of: linked to as well, unless the

@@ -78,9 +78,8 @@ async def probe(endpoint: str, identity: LinkIdentity, node_id: str, node_name: 
     channel = identity.open(endpoint)
     try:
         call = cgrpc.ClusterStub(channel).Link(metadata=identity.metadata)
-        await asyncio.wait_for(call.write(cpb.LinkRequest(hello=cpb.LinkHello(
-            cluster_connection=SCALE_DOWN, node_id=node_id, node_name=node_name, max_hops=0,
-            scale_down=True))), PROBE_TIMEOUT_S)
+        await asyncio.wait_for(call.write(identity.hello(SCALE_DOWN, node_id, node_name, max_hops=0,
+                                                         scale_down=True)), PROBE_TIMEOUT_S)
         first = await asyncio.wait_for(call.read(), PROBE_TIMEOUT_S)
         call.cancel()
     except grpc.aio.AioRpcError as exc:
