@@ -188,3 +188,33 @@ async def test_a_node_that_does_not_answer_the_hello_fails_the_attempt_after_cal
     async def linked():
         return (await bridge(cluster["A"])).state == "connected"
     await eventually(linked, 20, "A to link once B answers")
+
+
+async def test_a_batch_not_confirmed_within_call_timeout_breaks_the_link_and_is_sent_again_once(nodes):
+    """B keeps its link alive (pings) but cannot commit: its journal writer is
+    stopped. A's batch is not confirmed within call-timeout, so A breaks the
+    link and sends it again once B answers; B's bridge duplicate ids keep the
+    copy it stored meanwhile from counting twice."""
+    import os
+    import signal
+
+    import psutil
+
+    cluster = start_cluster(nodes, {"A": ["B"], "B": []}, extra=ORDERS,
+                            options="call-timeout: 1000, retry-interval: 200, message-load-balancing: STRICT")
+    await wait_bindings(cluster["A"], {("B", QUEUE, 0)})
+    writers = [p.pid for p in psutil.Process(cluster["B"].proc.pid).children(recursive=True)]
+    assert writers, "B's journal writer process"
+    for pid in writers:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        await send(cluster["A"], 10)  # STRICT: 5 for A's queue, 5 forwarded to B
+
+        async def broke():
+            return "not confirmed within call-timeout (1000 ms)" in cluster["A"].log_path.read_text()
+        await eventually(broke, 15, "A to break the link over the missing confirm")
+    finally:
+        for pid in writers:
+            os.kill(pid, signal.SIGCONT)
+    await eventually(lambda: _bridge_idle(cluster["A"]), 20, "A's forwards to be confirmed")
+    exactly_once(await drain_all(cluster, 10), 10)

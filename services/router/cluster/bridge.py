@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -114,6 +115,8 @@ class Bridge:
         self._channel: grpc.aio.Channel | None = None
         self._out: asyncio.Queue[cpb.LinkRequest | None] = asyncio.Queue()
         self._unconfirmed: dict[int, list[int]] = {}
+        # When each unconfirmed batch was fully written (monotonic s): call-timeout runs from there.
+        self._written_at: dict[int, float] = {}
         self._next_batch = 1
         self._flush_scheduled = False
         self._task: asyncio.Task | None = None
@@ -236,17 +239,18 @@ class Bridge:
         log.info("cluster connection %s: linked to %s (%s) at %s", self.cc_name, welcome.node_name,
                  welcome.node_id, self.endpoint)
         self._attach()
-        writer = asyncio.create_task(self._write(call))
-        reader = asyncio.create_task(self._read(call))
+        tasks = (asyncio.create_task(self._write(call)), asyncio.create_task(self._read(call)),
+                 asyncio.create_task(self._watch_confirms()))
         try:
-            # Whichever ends first ends the link: a write that fails breaks it as a read does.
-            done, _ = await asyncio.wait((reader, writer), return_when=asyncio.FIRST_COMPLETED)
+            # Whichever ends first ends the link: a write that fails breaks it as a
+            # read does, and so does a confirm overdue by call-timeout.
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 task.result()
             raise ConnectionError("the link's writer stopped")
         finally:
-            writer.cancel()
-            reader.cancel()
+            for task in tasks:
+                task.cancel()
 
     async def _read(self, call) -> None:
         """What the target says; nothing at all (not even a ping) for connection-ttl breaks the link."""
@@ -272,8 +276,26 @@ class Bridge:
                 header, ref, inline = req
                 await call.write(header)
                 await self._write_large(call, header.forward.batch_id, ref, inline)
+                self._written_at[header.forward.batch_id] = time.monotonic()
                 continue
             await call.write(req)
+            if req.WhichOneof("kind") == "forward":
+                self._written_at[req.forward.batch_id] = time.monotonic()
+
+    async def _watch_confirms(self) -> None:
+        """call-timeout for the confirms: a batch written and not confirmed
+        within it breaks the link (Artemis's call-timeout on blocking calls).
+        Its messages go back to the head of the store-and-forward queue and are
+        sent again on the next link; the target's bridge duplicate ids drop
+        what it had already stored."""
+        timeout = self.cc.call_timeout / 1000
+        while True:
+            await asyncio.sleep(min(timeout / 4, 1.0))
+            if self._written_at:
+                batch_id, written = min(self._written_at.items(), key=lambda item: item[1])
+                if time.monotonic() - written > timeout:
+                    raise TimeoutError(f"batch {batch_id} not confirmed within call-timeout "
+                                       f"({self.cc.call_timeout} ms)")
 
     # ------------------------------------------------------------ forwarding (DeliveryTarget)
 
@@ -282,6 +304,7 @@ class Bridge:
         window = self.cc.confirmation_window_size
         self._out = asyncio.Queue()
         self._unconfirmed.clear()
+        self._written_at.clear()
         self._consumer = ServerConsumer(self, 0, q, None, "", window if window > 0 else -1)
         q.add_consumer(self._consumer)
         self.broker.schedule_dispatch(q)
@@ -297,6 +320,7 @@ class Bridge:
                 q.consumers.remove(c)
             self.broker.cancel_in_order(c.take_back(0))
         self._unconfirmed.clear()
+        self._written_at.clear()
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -405,6 +429,7 @@ class Bridge:
                     batch_id=batch_id, data=ch.data, last=sent >= total)))
 
     def _confirmed(self, confirm: cpb.ForwardConfirm) -> None:
+        self._written_at.pop(confirm.batch_id, None)
         dids = self._unconfirmed.pop(confirm.batch_id, None)
         c = self._consumer
         if dids is None or c is None:
@@ -429,5 +454,5 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, grpc.aio.AioRpcError):
         return f"{exc.code().name}: {exc.details()}"
     if isinstance(exc, TimeoutError):
-        return "no answer within call-timeout / connection-ttl"
+        return str(exc) or "no answer within call-timeout / connection-ttl"
     return str(exc) or type(exc).__name__
