@@ -32,9 +32,27 @@ def journal_for(config: BrokerConfig) -> JournalAPI:
 async def run_router(
     config: BrokerConfig, *, ready_file: str | None = None, on_ready: Callable[[dict], None] | None = None
 ) -> None:
+    """A router, behind its HA policy's lease when it has one (shared-store):
+    a backup stopped by its live's failback waits as a backup again
+    (restart-backup), with a journal of its own each time."""
+    from meshmq.activation import FAILED_BACK
     from services.router.service import run_router as run
 
-    await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready)
+    policy = config.ha_policy.shared_store
+    if policy is None:
+        await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready)
+        return
+    from services.ha_coordinator.shared_store import SharedStoreLease
+
+    lease = SharedStoreLease(config)
+    try:
+        while True:
+            outcome = await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready,
+                                activation=lease)
+            if outcome != FAILED_BACK or policy.slave is None or not policy.slave.restart_backup:
+                return
+    finally:
+        await lease.close()
 
 
 ROUTER = Service(

@@ -70,6 +70,10 @@ JOURNAL_LISTEN_HOST: Final = "127.0.0.1"
 JOURNAL_LISTEN_PORT: Final = 61626
 # journal.ssl-enabled: the router talks TLS to a remote journal.
 JOURNAL_SSL_ENABLED: Final = False
+# journal.jdbc-lock-renew-period: how often the live renews its lease on a shared store (ms; Artemis).
+JDBC_LOCK_RENEW_PERIOD: Final = 2000
+# journal.jdbc-lock-expiration: how long a lease lasts unrenewed before a backup may take the store (ms; Artemis).
+JDBC_LOCK_EXPIRATION: Final = 20000
 
 # --- discovery (broadcast-groups, discovery-groups, the discovery service) ---
 
@@ -151,6 +155,17 @@ DEV_DEAD_LETTER_ADDRESS: Final = "DLQ"
 # Expiry address and queue of the dev template.
 DEV_EXPIRY_ADDRESS: Final = "ExpiryQueue"
 
+
+# --- ha-policy (Artemis HAPolicy defaults) ------------------------------------
+
+# shared-store master/slave failover-on-shutdown: a normal stop of the active node lets a backup take over.
+HA_FAILOVER_ON_SHUTDOWN: Final = False
+# shared-store master wait-for-activation: start-up (the ready file) waits until the node is active.
+HA_WAIT_FOR_ACTIVATION: Final = True
+# shared-store slave allow-failback: an active backup stops when its live asks for the store back.
+HA_ALLOW_FAILBACK: Final = True
+# slave restart-backup: a backup stopped by failback goes back to waiting as a backup.
+HA_RESTART_BACKUP: Final = True
 
 # --- cluster-connections (Artemis ClusterConnectionConfiguration defaults) ---
 

@@ -255,7 +255,7 @@ address-settings:
     auto-delete-addresses: {b(defaults.AUTO_DELETE_ADDRESSES)}
     default-address-routing-type: {b(defaults.DEFAULT_ADDRESS_ROUTING_TYPE)}
     default-queue-routing-type: {b(defaults.DEFAULT_QUEUE_ROUTING_TYPE)}
-{CLUSTER_CONNECTION_EXAMPLE}"""
+{CLUSTER_CONNECTION_EXAMPLE}{HA_POLICY_EXAMPLE}"""
 
 
 def _cluster_connection_example() -> str:
@@ -292,8 +292,36 @@ cluster-connections:
     allow-direct-connections-only: {b(d.CC_ALLOW_DIRECT_CONNECTIONS_ONLY)}
     client-id: null
 """
+    return _commented_out(lines)
+
+
+def _ha_policy_example() -> str:
+    """The shared-store ha-policy of the starter config, commented out, at its defaults (docs/ha.md)."""
+    b = _scalar
+    d = defaults
+    lines = f"""# Shared store (docs/ha.md): uncomment on a live and its backups, with one PostgreSQL journal.url.
+journal:
+  url: postgresql+psycopg://meshmq@db-host/meshmq
+  jdbc-lock-renew-period: {b(d.JDBC_LOCK_RENEW_PERIOD)}
+  jdbc-lock-expiration: {b(d.JDBC_LOCK_EXPIRATION)}
+ha-policy:
+  shared-store:
+    master:                            # the live; a backup has slave: instead
+      failover-on-shutdown: {b(d.HA_FAILOVER_ON_SHUTDOWN)}
+      wait-for-activation: {b(d.HA_WAIT_FOR_ACTIVATION)}
+    # slave:
+    #   allow-failback: {b(d.HA_ALLOW_FAILBACK)}
+    #   failover-on-shutdown: {b(d.HA_FAILOVER_ON_SHUTDOWN)}
+    #   restart-backup: {b(d.HA_RESTART_BACKUP)}
+"""
+    return _commented_out(lines)
+
+
+def _commented_out(lines: str) -> str:
+    """A section of the starter config as comments (lines already comments stay as they are)."""
     return "\n" + "".join(f"# {line}\n" if line and not line.startswith("#") else f"{line}\n"
                            for line in lines.splitlines())
 
 
 CLUSTER_CONNECTION_EXAMPLE = _cluster_connection_example()
+HA_POLICY_EXAMPLE = _ha_policy_example()

@@ -241,6 +241,9 @@ class Journal(_Model):
     # Client certificate, for a journal listener with need-client-auth.
     cert_path: ExistingFile | None = None
     key_path: ExistingFile | None = None
+    # Shared store (ha-policy shared-store): the live's lease on the store (Artemis's JDBC lock).
+    jdbc_lock_renew_period: Annotated[int, Field(gt=0)] = defaults.JDBC_LOCK_RENEW_PERIOD
+    jdbc_lock_expiration: Annotated[int, Field(gt=0)] = defaults.JDBC_LOCK_EXPIRATION
 
     @field_validator("url")
     @classmethod
@@ -695,10 +698,60 @@ class LiveOnly(_Model):
     scale_down: ScaleDown | None = None
 
 
+class SharedStoreMaster(_Model):
+    """``ha-policy.shared-store.master``: the live of a live/backup group sharing one store."""
+
+    failover_on_shutdown: bool = defaults.HA_FAILOVER_ON_SHUTDOWN
+    wait_for_activation: bool = defaults.HA_WAIT_FOR_ACTIVATION
+
+
+class SharedStoreSlave(_Model):
+    """``ha-policy.shared-store.slave``: a backup waiting for the store's lease."""
+
+    allow_failback: bool = defaults.HA_ALLOW_FAILBACK
+    failover_on_shutdown: bool = defaults.HA_FAILOVER_ON_SHUTDOWN
+    restart_backup: bool = defaults.HA_RESTART_BACKUP
+    scale_down: ScaleDown | None = None
+
+    @model_validator(mode="after")
+    def _check_built(self) -> SharedStoreSlave:
+        if self.scale_down is not None:
+            _raise_issues([(("scale-down",), "not built yet for a shared-store slave (a backup that scales "
+                                             "down after failover); use live-only scale-down")])
+        return self
+
+
+class SharedStore(_Model):
+    """``ha-policy.shared-store``: live and backups share one PostgreSQL store;
+    whoever holds its lease is active (services/ha-coordinator/shared_store.py)."""
+
+    master: SharedStoreMaster | None = None
+    slave: SharedStoreSlave | None = None
+
+    @model_validator(mode="after")
+    def _one_role(self) -> SharedStore:
+        if (self.master is None) == (self.slave is None):
+            _raise_issues([((), "give exactly one of master (the live) and slave (a backup)")])
+        return self
+
+    @property
+    def failover_on_shutdown(self) -> bool:
+        role = self.master if self.master is not None else self.slave
+        return role.failover_on_shutdown
+
+
 class HaPolicy(_Model):
-    """``ha-policy``: live-only for now; replication and shared-store come with the HA coordinator."""
+    """``ha-policy``: live-only (with scale-down) or shared-store; replication
+    and colocated backups are not built yet (unknown keys)."""
 
     live_only: LiveOnly | None = None
+    shared_store: SharedStore | None = None
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> HaPolicy:
+        if self.live_only is not None and self.shared_store is not None:
+            _raise_issues([((), "give one policy: live-only or shared-store")])
+        return self
 
 
 class DiscoveryListen(Listener):
@@ -892,6 +945,26 @@ class BrokerConfig(_Model):
     def _check_security(self) -> BrokerConfig:
         if self.security_enabled and not self.users:
             _raise_issues([(("users",), "security-enabled is true but no users are configured")])
+        return self
+
+    @model_validator(mode="after")
+    def _check_shared_store(self) -> BrokerConfig:
+        if self.ha_policy.shared_store is None:
+            return self
+        j = self.journal
+        issues: list[tuple[RelPath, str]] = []
+        if j.address is not None:
+            issues.append((("journal", "address"), "a shared-store node reaches its store itself (journal.url), not "
+                                                   "through a journal service: the lease and the store are one"))
+        elif j.url is None or not j.url.startswith("postgresql"):
+            issues.append((("journal", "url"), "ha-policy shared-store needs a PostgreSQL store that the live and its "
+                                               "backups share (postgresql+psycopg://...); SQLite cannot be shared "
+                                               "between machines"))
+        if j.jdbc_lock_expiration <= j.jdbc_lock_renew_period:
+            issues.append((("journal", "jdbc-lock-expiration"), f"must be longer than jdbc-lock-renew-period "
+                                                                f"({j.jdbc_lock_renew_period} ms), or the live loses "
+                                                                "its lease between two renewals"))
+        _raise_issues(issues)
         return self
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from meshmq.config.address_settings import AddressSettingsResolver
@@ -49,12 +49,6 @@ ID_BLOCK = 1_000_000
 # followed by a new decision; a configuration whose dead-letter addresses
 # point at each other must not route forever.
 MAX_ROUTING_STEPS = 8
-
-# Grants the activation epoch the node writes with, given the store's current
-# one (DESIGN "Fencing"). Today the router grants itself the next epoch at
-# start; the HA coordinator will grant it instead.
-EpochGrant = Callable[[int], Awaitable[int]]
-
 
 @dataclass(slots=True)
 class StagedSend:
@@ -123,11 +117,11 @@ class Broker:
 
     # ------------------------------------------------------------ lifecycle
 
-    async def start(self, grant_epoch: EpochGrant | None = None) -> None:
+    async def start(self, min_epoch: int = 0) -> None:
         """Open the journal, be granted an epoch, rebuild state, reserve message ids."""
         opened = await self.journal.open(jpb.OpenRequest(node_name=self.name))
         self.node_id = opened.node_id
-        self.epoch = await (grant_epoch or self._grant_next_epoch)(opened.epoch)
+        self.epoch = await self._activate(max(opened.epoch + 1, min_epoch))
         self.batcher = JournalBatcher(self.journal, self.epoch, self.halt)
         state = await load_state(self.journal, self.epoch, max(1, opened.next_message_id))
         self.addresses, self.queues = state.addresses, state.queues
@@ -149,9 +143,12 @@ class Broker:
             self.name, self.node_id, self.epoch, len(self.addresses), len(self.queues), state.messages, state.paged,
         )
 
-    async def _grant_next_epoch(self, current: int) -> int:
-        """The router activating itself (no HA coordinator): the next epoch after the store's."""
-        resp = await self.journal.activate(jpb.ActivateRequest(epoch=current + 1))
+    async def _activate(self, epoch: int) -> int:
+        """Activate the store at `epoch` (DESIGN "Fencing"): from now on it
+        refuses every write stamped with an older one. The epoch is the next
+        after the store's, and at least the one the node's HA policy granted
+        (`min_epoch`: the shared-store lease's activation sequence)."""
+        resp = await self.journal.activate(jpb.ActivateRequest(epoch=epoch))
         return resp.epoch
 
     async def stop(self) -> None:

@@ -139,8 +139,8 @@ class RouterNode:
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None
 
-    async def start(self) -> list[str]:
-        await self.broker.start()
+    async def start(self, min_epoch: int = 0) -> list[str]:
+        await self.broker.start(min_epoch)
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
         # With security on, a caller without a valid user is refused before any method runs.

@@ -13,6 +13,7 @@ import gc
 import logging
 from collections.abc import Callable
 
+from meshmq.activation import FAILED_BACK, LEASE_LOST, Activation
 from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import JournalAPI
 from meshmq.runtime import NodeHalted, ScaleDownFailed, first_done, report_ready, until_signalled
@@ -26,12 +27,33 @@ log = logging.getLogger("meshmq")
 
 async def run_router(
     config: BrokerConfig, journal: JournalAPI, *, ready_file: str | None = None,
-    on_ready: Callable[[dict], None] | None = None,
-) -> None:
+    on_ready: Callable[[dict], None] | None = None, activation: Activation | None = None,
+) -> str | None:
+    """Serve until a signal, a halt, or (with an HA policy) until the store must
+    be given up. Returns FAILED_BACK when an active backup stopped for its
+    live's failback (it may wait as a backup again), None otherwise."""
     for warning in start_warnings(config, "router"):
         log.warning(warning)
+    min_epoch = 0
+    if activation is not None:
+        policy = config.ha_policy.shared_store
+        if policy is not None and (policy.slave is not None or not policy.master.wait_for_activation):
+            # Started as far as a passive node goes: it waits for the store (wait-for-activation false, or a backup).
+            report_ready(_passive_info(config, activation), ready_file, on_ready)
+        acquiring = asyncio.create_task(activation.acquire())
+        await until_signalled(acquiring)
+        if not acquiring.done() or acquiring.cancelled():
+            log.info("stopped while waiting for activation")
+            await journal.close()
+            return None
+        min_epoch = acquiring.result()
     node = RouterNode(config, journal)
-    await node.start()
+    try:
+        await node.start(min_epoch)
+    except BaseException:
+        if activation is not None:
+            await activation.release(failover=True)
+        raise
     membership = RouterMembership(config)
     try:
         await membership.start(node)
@@ -50,32 +72,60 @@ async def run_router(
         "node_id": node.broker.node_id,
         "endpoints": node.endpoints,
         "journal": journal.description,
+        "active": True,
+        "epoch": node.broker.epoch,
     }
     report_ready(info, ready_file, on_ready)
     lost = asyncio.create_task(membership.lost())
     stopped = asyncio.create_task(node.wait())
+    held = asyncio.create_task(activation.held()) if activation is not None else asyncio.create_task(_forever())
     failed_scale_down: ScaleDownFailed | None = None
     try:
-        await until_signalled(asyncio.create_task(first_done(stopped, lost)))
+        await until_signalled(asyncio.create_task(first_done(stopped, lost, held)))
     finally:
         log.info("stopping")
         stopped.cancel()
+        outcome = held.result() if held.done() and not held.cancelled() else None
+        held.cancel()
         await membership.stop()
         if config.scale_down is not None and not node.broker.halted.is_set():
             try:
                 await node.scale_down()
             except ScaleDownFailed as exc:
                 failed_scale_down = exc
-                held = sum(q.message_count for q in node.broker.queues.values())
+                held_count = sum(q.message_count for q in node.broker.queues.values())
                 log.error("scale-down failed: %s. Not stopping quietly: %d messages stay in this node's store "
                           "(non-durable ones are lost with it); start it again, or bring a node of its scale-down "
-                          "group up and stop it again", exc, held)
+                          "group up and stop it again", exc, held_count)
         await node.stop()
         await journal.close()
+        if activation is not None and outcome != LEASE_LOST and not node.broker.halted.is_set():
+            policy = config.ha_policy.shared_store
+            await activation.release(failover=policy is not None and policy.failover_on_shutdown,
+                                     failback=outcome == FAILED_BACK)
     if failed_scale_down is not None:
         raise failed_scale_down
     if lost.done() and not lost.cancelled() and lost.exception() is not None:
         raise lost.exception()
     lost.cancel()
+    if outcome == LEASE_LOST:
+        raise NodeHalted(f"{activation.description}: another node holds the lease; this node stopped serving")
     if node.broker.halted.is_set():
         raise NodeHalted(node.broker.halt_reason)
+    return outcome
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()
+
+
+def _passive_info(config: BrokerConfig, activation: Activation) -> dict:
+    """The ready file of a node waiting for its store: where it will listen once active."""
+    return {
+        "service": "router",
+        "name": config.name,
+        "node_id": "",
+        "endpoints": [f"{a.host}:{a.port}" for a in config.acceptors],
+        "journal": activation.description,
+        "active": False,
+    }

@@ -102,7 +102,7 @@ def test_the_starter_configs_cluster_connection_example_is_every_parameter_at_it
     from meshmq.config.models import ClusterConnection
 
     text = default_dev_config_yaml()
-    block = text[text.index("# connectors:"):]
+    block = text[text.index("# connectors:"):text.index("# Shared store")]
     uncommented = "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
     cc = load_config_text(uncommented).cluster_connections["my-cluster"]
     assert cc == ClusterConnection(static_connectors=("other-node",))

@@ -1,0 +1,36 @@
+"""Whether a router may serve its store now: the seam between the router and
+an HA policy.
+
+A router with no HA policy is active from the start. With one (today
+`ha-policy: shared-store`, services/ha-coordinator/shared_store.py), the
+router first waits in `acquire`, activates its store at an epoch no lower
+than the one `acquire` returns (the journal refuses every older writer from
+then on), serves while `held` runs, and gives the store up with `release`
+when it stops. `services/embedded.py` puts the two together; the router
+never imports the HA coordinator.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+# Why `held` ended: another node holds the lease (the router halts, exit 3) ...
+LEASE_LOST = "lease-lost"
+# ... or the live this backup stood in for is back and asked for its store (allow-failback).
+FAILED_BACK = "failed-back"
+
+
+class Activation(Protocol):
+    description: str
+
+    async def acquire(self) -> int:
+        """Wait until this node may serve; the lowest epoch it may activate its store at."""
+
+    async def held(self) -> str:
+        """While the node serves; returns LEASE_LOST or FAILED_BACK when it must stop."""
+
+    async def release(self, *, failover: bool, failback: bool = False) -> None:
+        """Give the store up at a normal stop (`failover`: a backup may take over now)."""
+
+    async def close(self) -> None:
+        """Free what the policy holds (connections)."""

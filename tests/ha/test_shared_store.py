@@ -1,0 +1,152 @@
+"""Shared store on SQL (issue 12): a live and its backup share one PostgreSQL
+store; whoever holds the lease serves it, and the journal's epoch fences the
+other. Real router processes and a real PostgreSQL; every node on a loopback
+port picked at run time (a backup listens only once active)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from meshmq.client import connect
+from tests.fixtures.nodes import Nodes, eventually, free_port
+
+pytestmark = pytest.mark.integration
+
+QUEUE = "orders"
+# Short lease times so that a failover takes about a second (docs/ha.md).
+LEASE = "  jdbc-lock-renew-period: 200\n  jdbc-lock-expiration: 1000\n"
+
+
+def node(nodes: Nodes, name: str, pg_url: str, role: str, policy: str = "", start: bool = True):
+    port = free_port()
+    extra = (f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n"
+             f"journal:\n  url: {pg_url}\n{LEASE}"
+             f"ha-policy:\n  shared-store:\n    {role}: {{{policy}}}\n"
+             f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n")
+    return nodes.router(name, extra=extra, start=start)
+
+
+async def send(proc, start: int, count: int) -> None:
+    async with await connect(proc.url) as conn:
+        producer = await (await conn.session()).create_producer(QUEUE)
+        await asyncio.gather(*[await producer.send_async(b"o", properties={"n": i}) for i in range(start, start + count)])
+
+
+async def drain(proc, count: int) -> list[int]:
+    async with await connect(proc.url) as conn:
+        consumer = await (await conn.session()).create_consumer(QUEUE)
+        got = []
+        while (m := await consumer.receive(2)) is not None:
+            got.append(int(m.properties["n"]))
+            consumer.ack(m)
+        return got
+
+
+async def answers(proc) -> bool:
+    """The node serves sessions (a backup listens only once active)."""
+    try:
+        async with await connect(proc.url + "?callTimeout=1000") as conn:
+            return bool((await conn.admin.node_info()).node_id)
+    except Exception:
+        return False
+
+
+def log_has(proc, text: str) -> bool:
+    return text in proc.log_path.read_text()
+
+
+async def test_kill_9_of_the_live_the_backup_takes_over_with_every_confirmed_message(nodes, pg_url):
+    live = node(nodes, "live", pg_url, "master")
+    backup = node(nodes, "backup", pg_url, "slave")
+    assert live.info["active"] and not backup.info["active"]
+    assert not await answers(backup)  # passive: it does not even listen
+    await send(live, 0, 300)
+    live_id = live.info["node_id"]
+    await asyncio.to_thread(live.kill9)
+    await eventually(lambda: answers(backup), 20, "the backup to take over")
+    async with await connect(backup.url) as conn:
+        info = await conn.admin.node_info()
+    assert info.node_id == live_id  # the same node, served by another process
+    assert await drain(backup, 300) == list(range(300))
+    assert log_has(backup, "holds the lease; activating")
+
+
+async def test_a_frozen_live_that_resumes_after_the_takeover_cannot_commit_and_halts(nodes, pg_url):
+    live = node(nodes, "live", pg_url, "master")
+    backup = node(nodes, "backup", pg_url, "slave")
+    await send(live, 0, 10)
+    # A session opened before the freeze; its send arrives at the live after it resumes.
+    conn = await connect(live.url)
+    try:
+        producer = await (await conn.session()).create_producer(QUEUE)
+        os.kill(live.proc.pid, signal.SIGSTOP)
+        try:
+            await eventually(lambda: answers(backup), 20, "the backup to take over from the frozen live")
+            late = asyncio.ensure_future(producer.send(b"late", properties={"n": 99}))
+            await asyncio.sleep(0.2)  # the send is on its way to the frozen live
+        finally:
+            os.kill(live.proc.pid, signal.SIGCONT)
+        with pytest.raises(Exception):
+            await asyncio.wait_for(late, 20)  # never confirmed
+    finally:
+        await conn.close()
+    assert await asyncio.to_thread(live.proc.wait, 20) == 3  # halted, protecting the store
+    said = live.log_path.read_text()
+    assert "refused" in said or "another node holds the lease" in said
+    assert await drain(backup, 11) == list(range(10))  # the late message was not stored
+
+
+@pytest.mark.parametrize("failover_on_shutdown", [False, True])
+async def test_a_normal_stop_of_the_live_fails_over_only_with_failover_on_shutdown(nodes, pg_url, failover_on_shutdown):
+    live = node(nodes, "live", pg_url, "master", f"failover-on-shutdown: {str(failover_on_shutdown).lower()}")
+    backup = node(nodes, "backup", pg_url, "slave")
+    await send(live, 0, 5)
+    assert await asyncio.to_thread(live.stop) == 0
+    if failover_on_shutdown:
+        await eventually(lambda: answers(backup), 20, "the backup to take over after the live's normal stop")
+        assert await drain(backup, 5) == list(range(5))
+    else:
+        await eventually(lambda: log_has(live, "lease released (paused)"), 5, "the live to pause the lease")
+        # The backup polls every 200 ms: ten polls see the paused lease and stay passive.
+        await asyncio.sleep(2.0)
+        assert not await answers(backup)
+        restarted = await asyncio.to_thread(live.start)  # the live takes its store back
+        assert await drain(restarted, 5) == list(range(5))
+
+
+async def test_the_restarted_live_fails_back_and_the_backup_waits_again(nodes, pg_url):
+    live = node(nodes, "live", pg_url, "master")
+    backup = node(nodes, "backup", pg_url, "slave")  # allow-failback and restart-backup: true (defaults)
+    await send(live, 0, 5)
+    await asyncio.to_thread(live.kill9)
+    await eventually(lambda: answers(backup), 20, "the backup to take over")
+    await send(backup, 5, 5)
+    await asyncio.to_thread(live.start)  # waits (wait-for-activation) until the backup gave the store back
+    assert live.info["active"]
+    assert log_has(backup, "asks for its store back (allow-failback)")
+    await eventually(lambda: log_has(backup, "waiting as backup"), 10, "the backup to wait again")
+    assert backup.proc.poll() is None and not await answers(backup)
+    assert await drain(live, 10) == list(range(10))
+    assert live.info["epoch"] > 0
+
+
+def test_shared_store_on_sqlite_is_refused_with_the_reason(nodes):
+    proc = nodes.router("sqlite", extra="ha-policy:\n  shared-store:\n    master: {}\n", start=False)
+    with pytest.raises(RuntimeError, match="exited with 2") as err:
+        proc.start()
+    assert "journal.url: ha-policy shared-store needs a PostgreSQL store" in str(err.value)
+
+
+async def test_wait_for_activation_false_reports_a_passive_start_at_once(nodes, pg_url):
+    first = node(nodes, "first", pg_url, "master")
+    second = node(nodes, "second", pg_url, "master", "wait-for-activation: false")  # returns while the first serves
+    assert (first.info["active"], second.info["active"]) == (True, False)
+    assert not await answers(second)
+    await send(first, 0, 3)
+    await asyncio.to_thread(first.kill9)
+    await eventually(lambda: answers(second), 20, "the second master to take the store")
+    assert await drain(second, 3) == [0, 1, 2]
