@@ -22,6 +22,12 @@ A mode is KIND[@RATE][/WINDOW]:
 
     .venv/bin/python bench/throughput.py [--count 200000] [--size 1024] [--repeat 3]
         [--modes durable,durable/1048576,durable@25000,non-durable,non-durable/1048576] [--secure]
+        [--journal-url postgresql+psycopg://postgres@127.0.0.1:5432/test]
+
+--journal-url postgresql+psycopg://USER@HOST/DB runs the node on PostgreSQL
+(the shared store's backend, docs/ha.md): each run gets a fresh database
+created beside DB (its server must let USER create databases) and dropped
+after.
 
 --secure runs the node as docs/security.md secures one: TLS on the client
 listener (a throwaway CA and server certificate, meshmq/security/certs.py), users
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -40,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -50,14 +58,16 @@ from meshmq import perf  # noqa: E402
 from meshmq.client.uri import ClientOptions  # noqa: E402
 
 
-def start_node(workdir: Path, sync: bool, extra_config: str = "", acceptor: str = "") -> tuple[subprocess.Popen, str]:
+def start_node(workdir: Path, sync: bool, extra_config: str = "", acceptor: str = "",
+               journal: str = "") -> tuple[subprocess.Popen, str]:
     """A fresh node on a free port (SQLite under `workdir`); `extra_config` is
-    more node YAML, `acceptor` more keys of its acceptor (TLS)."""
+    more node YAML, `acceptor` more keys of its acceptor (TLS), `journal` more
+    lines of its journal section (a url)."""
     cfg = workdir / "node.yaml"
     cfg.write_text(
         f"name: bench\ndata-directory: {workdir / 'data'}\n"
         f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: 0{acceptor}}}\n"
-        f"journal:\n  sync: {'true' if sync else 'false'}\n" + extra_config
+        f"journal:\n  sync: {'true' if sync else 'false'}\n{journal}" + extra_config
     )
     ready = workdir / "ready.json"
     ready.unlink(missing_ok=True)
@@ -83,6 +93,30 @@ security-settings:
   "bench.#": {send: [apps], consume: [apps], create-address: [apps], create-durable-queue: [apps],
               create-non-durable-queue: [apps]}
 """
+
+
+@contextlib.contextmanager
+def fresh_database(base_url: str | None) -> Iterator[str | None]:
+    """A new empty PostgreSQL database beside `base_url`'s, dropped afterwards (None: SQLite)."""
+    if base_url is None:
+        yield None
+        return
+    import uuid
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(base_url)
+    name = f"meshmq_bench_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def make_certs(d: Path) -> None:
@@ -143,6 +177,7 @@ def main() -> None:
     ap.add_argument("--modes", default="durable,durable/1048576,durable@25000,non-durable,non-durable/1048576")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, each on a fresh node")
     ap.add_argument("--secure", action="store_true", help="TLS, authentication and authorization on (docs/security.md)")
+    ap.add_argument("--journal-url", help="a PostgreSQL URL: each run on a fresh database beside it")
     args = ap.parse_args()
     modes = args.modes.split(",")
     for mode in modes:
@@ -158,16 +193,18 @@ def main() -> None:
     for mode in modes:
         window = parse_mode(mode)[2]
         for _ in range(args.repeat):
-            with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp, fresh_database(args.journal_url) as db:
+                journal = f"  url: {db}\n" if db else ""
                 options = []
                 if args.secure:
                     make_certs(Path(tmp))
                     acceptor = f", ssl-enabled: true, cert-path: {tmp}/server.pem, key-path: {tmp}/server-key.pem"
-                    proc, url = start_node(Path(tmp), sync=True, extra_config=SECURE_CONFIG, acceptor=acceptor)
+                    proc, url = start_node(Path(tmp), sync=True, extra_config=SECURE_CONFIG, acceptor=acceptor,
+                                           journal=journal)
                     url = url.replace("meshmq://", "meshmq://bench:bench-secret@")
                     options += ["sslEnabled=true", f"trustStorePath={tmp}/ca/ca.pem"]
                 else:
-                    proc, url = start_node(Path(tmp), sync=True)
+                    proc, url = start_node(Path(tmp), sync=True, journal=journal)
                 if window:
                     options.append(f"confirmationWindowSize={window}")
                 if options:
