@@ -119,6 +119,9 @@ class SharedStoreLease:
                                      connect_args={"connect_timeout": max(1, int(self.expiration / 2))})
         self.epoch_floor = 0
         self._ready = False
+        self._keeper: asyncio.Task | None = None  # renews from activation to release
+        self._outcome: asyncio.Future[str] | None = None  # why the node must stop serving
+        self._failback_name = ""
 
     # ------------------------------------------------------------ SQL (worker thread)
 
@@ -171,7 +174,7 @@ class SharedStoreLease:
         if r is None:
             return LEASE_LOST
         if r.failback_by is not None and self.role == SLAVE and self.allow_failback:
-            log.info("%s asks for its store back (allow-failback): this backup stops serving", r.failback_name)
+            self._failback_name = r.failback_name
             return FAILED_BACK
         return None
 
@@ -201,6 +204,8 @@ class SharedStoreLease:
             if epoch is not None or action is Action.RENEW:
                 self.epoch_floor = epoch or self.epoch_floor
                 log.info("%s: this node (%s) holds the lease; activating", self.description, self.role)
+                self._outcome = asyncio.get_running_loop().create_future()
+                self._keeper = asyncio.create_task(self._keep())
                 return self.epoch_floor
             if action.value != said:
                 if action is Action.REQUEST_FAILBACK:
@@ -212,8 +217,15 @@ class SharedStoreLease:
             await asyncio.sleep(self.renew_period)
 
     async def held(self) -> str:
-        """Renew every jdbc-lock-renew-period while active; returns why this node
-        must stop serving: LEASE_LOST, or FAILED_BACK (an active backup whose live is back)."""
+        """While this node serves; returns why it must stop: LEASE_LOST, or
+        FAILED_BACK (an active backup whose live is back). The lease is renewed
+        on until `release`, so that a node stopping for a failback still holds
+        the store while its last writes commit."""
+        assert self._outcome is not None, "held() before acquire()"
+        return await asyncio.shield(self._outcome)
+
+    async def _keep(self) -> None:
+        """Renew every jdbc-lock-renew-period from activation to release."""
         last_renewed = time.monotonic()
         while True:
             await asyncio.sleep(self.renew_period)
@@ -225,18 +237,28 @@ class SharedStoreLease:
                 if overdue >= self.expiration:
                     log.error("%s: the lease was not renewed for %.1f s (jdbc-lock-expiration): a backup may hold "
                               "it now; stopping", self.description, overdue)
-                    return LEASE_LOST
+                    self._settle(LEASE_LOST)
+                    return
                 continue
-            if outcome is not None:
-                if outcome == LEASE_LOST:
-                    log.error("%s: another node holds the lease now; stopping", self.description)
-                return outcome
+            if outcome == LEASE_LOST:
+                log.error("%s: another node holds the lease now; stopping", self.description)
+                self._settle(LEASE_LOST)
+                return
             last_renewed = time.monotonic()
+            if outcome == FAILED_BACK and not self._outcome.done():
+                log.info("%s asks for its store back (allow-failback): this backup stops serving",
+                         self._failback_name)
+                self._settle(FAILED_BACK)  # and renews on until release()
+
+    def _settle(self, outcome: str) -> None:
+        if self._outcome is not None and not self._outcome.done():
+            self._outcome.set_result(outcome)
 
     async def release(self, *, failover: bool, failback: bool = False) -> None:
         """Give the lease up at a normal stop: free for a backup (failover-on-shutdown,
         or after a failback, reserved for the master that asked), else paused."""
         state = "failback" if failback else "free" if failover else "paused"
+        await self._stop_keeping()
         try:
             await asyncio.to_thread(self._release, state)
             log.info("%s: lease released (%s)", self.description, state)
@@ -244,5 +266,15 @@ class SharedStoreLease:
             log.warning("%s: releasing the lease failed (%s); it lapses after jdbc-lock-expiration",
                         self.description, str(exc).splitlines()[0])
 
+    async def _stop_keeping(self) -> None:
+        if self._keeper is not None:
+            self._keeper.cancel()
+            try:
+                await self._keeper
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._keeper = None
+
     async def close(self) -> None:
+        await self._stop_keeping()
         await asyncio.to_thread(self._engine.dispose)
