@@ -935,6 +935,14 @@ class BrokerConfig(_Model):
         return self
 
     @property
+    def ha_role(self) -> str:
+        """The ha-policy and this node's role in it, as management shows it."""
+        ss = self.ha_policy.shared_store
+        if ss is not None:
+            return "shared-store master" if ss.master is not None else "shared-store slave"
+        return "live-only"
+
+    @property
     def scale_down(self) -> ScaleDown | None:
         """The enabled scale-down policy, or None."""
         lo = self.ha_policy.live_only

@@ -104,20 +104,22 @@ class GetNodeInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch")
+    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     JOURNAL_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HA_POLICY_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     name: str
     version: str
     started_at: int
     journal: str
     epoch: int
-    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    ha_policy: str
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ...) -> None: ...
 
 class ListAddressesRequest(_message.Message):
     __slots__ = ()

@@ -50,8 +50,11 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 
 class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
-                 authorizer: Authorizer | None = None, bridges: Callable[[], Iterable] = tuple) -> None:
+                 authorizer: Authorizer | None = None, bridges: Callable[[], Iterable] = tuple,
+                 ha_policy: str = "live-only") -> None:
         self.broker = broker
+        # BrokerConfig.ha_role, shown in NodeInfo.
+        self._ha_policy = ha_policy
         # The node's cluster bridges (ClusterConnections.bridges), for GetClusterState.
         self.bridges = bridges
         self.auth = auth
@@ -82,6 +85,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 started_at=b.started_at,
                 journal=b.journal.description,
                 epoch=b.epoch,
+                ha_policy=self._ha_policy,
             ),
             lambda: (),  # every client asks at first contact (access.py)
         )

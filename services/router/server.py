@@ -159,7 +159,8 @@ class RouterNode:
         add_servicer(self.server, self.sessions, bpb.DESCRIPTOR.services_by_name["Broker"])
         add_servicer(
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
-                                            bridges=lambda: self.cluster.bridges.values()),
+                                            bridges=lambda: self.cluster.bridges.values(),
+                                            ha_policy=self.config.ha_role),
             mgpb.DESCRIPTOR.services_by_name["Management"],
         )
         live_only = self.config.ha_policy.live_only

@@ -17,8 +17,10 @@ from tests.fixtures.nodes import Nodes, eventually, free_port
 pytestmark = pytest.mark.integration
 
 QUEUE = "orders"
-# Short lease times so that a failover takes about a second (docs/ha.md).
-LEASE = "  jdbc-lock-renew-period: 200\n  jdbc-lock-expiration: 1000\n"
+# Short lease times, so that a failover takes about two seconds (docs/ha.md),
+# with room for a loaded CI machine: a live stalled past the expiration
+# would lose its store.
+LEASE = "  jdbc-lock-renew-period: 250\n  jdbc-lock-expiration: 1500\n"
 
 
 def node(nodes: Nodes, name: str, pg_url: str, role: str, policy: str = "", start: bool = True):
@@ -71,6 +73,7 @@ async def test_kill_9_of_the_live_the_backup_takes_over_with_every_confirmed_mes
     async with await connect(backup.url) as conn:
         info = await conn.admin.node_info()
     assert info.node_id == live_id  # the same node, served by another process
+    assert (info.ha_policy, info.epoch) == ("shared-store slave", 2)  # activated at a newer epoch
     assert await drain(backup, 300) == list(range(300))
     assert log_has(backup, "holds the lease; activating")
 
@@ -111,7 +114,7 @@ async def test_a_normal_stop_of_the_live_fails_over_only_with_failover_on_shutdo
         assert await drain(backup, 5) == list(range(5))
     else:
         await eventually(lambda: log_has(live, "lease released (paused)"), 5, "the live to pause the lease")
-        # The backup polls every 200 ms: ten polls see the paused lease and stay passive.
+        # The backup polls every 250 ms: eight polls see the paused lease and stay passive.
         await asyncio.sleep(2.0)
         assert not await answers(backup)
         restarted = await asyncio.to_thread(live.start)  # the live takes its store back
