@@ -26,6 +26,12 @@ class Activation(Protocol):
     async def acquire(self) -> int:
         """Wait until this node may serve; the lowest epoch it may activate its store at."""
 
+    def live(self) -> str:
+        """Where the node serving the store listens, as last seen ("" = unknown): what a passive node tells clients."""
+
+    def serving_at(self, endpoint: str) -> None:
+        """This node, now active, listens on `endpoint` (passive nodes point clients there)."""
+
     async def held(self) -> str:
         """While the node serves; returns LEASE_LOST or FAILED_BACK when it must stop."""
 

@@ -13,6 +13,8 @@ import enum
 import grpc
 
 REASON_METADATA_KEY = "meshmq-reason"
+# With NOT_ACTIVE: host:port of the node that serves the store, when the passive node knows it.
+LIVE_METADATA_KEY = "meshmq-live"
 
 
 class Reason(str, enum.Enum):
@@ -134,6 +136,17 @@ class ScaledDownError(ConnectionFailedError):
         self.target_node_id = target_node_id
 
 
+class NotActiveError(ConnectionFailedError):
+    """The node is a passive backup waiting for its store: it serves nothing.
+    `live` is where the node that serves the store listens ("" = unknown)."""
+
+    reason = Reason.NOT_ACTIVE
+
+    def __init__(self, message: str, reason: Reason | str | None = None, *, live: str = "") -> None:
+        super().__init__(message, reason)
+        self.live = live
+
+
 class FencedError(MeshMQError):
     reason = Reason.FENCED
 
@@ -156,6 +169,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         PermissionDeniedError,
         MessageTooLargeError,
         ConnectionFailedError,
+        NotActiveError,
         FencedError,
         StoreUnavailableError,
     )
@@ -174,11 +188,16 @@ def error_for(reason: str, message: str) -> MeshMQError:
 def from_rpc_error(err: grpc.RpcError) -> MeshMQError:
     """Convert a failed gRPC call into the typed exception it stands for."""
     reason = None
+    live = ""
     trailing = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
     for key, value in trailing or ():
         if key == REASON_METADATA_KEY:
             reason = value
+        elif key == LIVE_METADATA_KEY:
+            live = value
     details = err.details() if hasattr(err, "details") else str(err)
+    if reason == Reason.NOT_ACTIVE.value:
+        return NotActiveError(details or reason, live=live)
     if reason is None:
         code = err.code() if hasattr(err, "code") else None
         if code == grpc.StatusCode.UNAUTHENTICATED:

@@ -7,7 +7,7 @@ import logging
 
 import grpc
 
-from meshmq.errors import ConnectionFailedError, MeshMQError, from_rpc_error
+from meshmq.errors import ConnectionFailedError, MeshMQError, NotActiveError, from_rpc_error
 from meshmq.transport import MAX_CLIENT_FRAME, channel_credentials, channel_options, credentials_metadata, open_channel
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import management_pb2 as mgpb
@@ -122,10 +122,21 @@ class Connection:
         delay = opts.retryInterval / 1000
         errors = []
         for attempt in range(opts.initialConnectAttempts):
-            for server in servers:
+            round_ = list(servers)
+            for server in round_:
                 admin = Admin(self._node(server).management, self._metadata, opts.callTimeout / 1000)
                 try:
                     self.node = await admin.node_info()
+                except NotActiveError as exc:
+                    # A passive backup: it names the node that serves its store; try that one
+                    # too, unless credentials would go to a host nobody verified (trust.py).
+                    errors.append(f"{server.target}: {exc}")
+                    if exc.live and all(s.target != exc.live for s in round_):
+                        live = _server(exc.live)
+                        if not self._metadata or may_receive_credentials(live, self.uri.servers,
+                                                                         verified=self._topology_verified):
+                            round_.append(live)
+                    continue
                 except ConnectionFailedError as exc:
                     errors.append(f"{server.target}: {exc}")
                     continue
@@ -136,7 +147,7 @@ class Connection:
                 await asyncio.sleep(delay)
                 delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
         await self._close_channels()
-        tried = "; ".join(errors[-len(servers):])
+        tried = "; ".join(errors[-len(round_):])
         raise ConnectionFailedError(f"cannot reach a meshmq router ({tried})")
 
     async def _watch_topology(self, node: _Node) -> None:

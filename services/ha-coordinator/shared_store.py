@@ -62,7 +62,8 @@ CREATE TABLE IF NOT EXISTS meshmq_ha_lease (
     expires_at TIMESTAMPTZ,
     failback_by TEXT,
     failback_name TEXT,
-    epoch BIGINT NOT NULL DEFAULT 0
+    epoch BIGINT NOT NULL DEFAULT 0,
+    holder_connector TEXT
 )"""
 
 
@@ -122,6 +123,8 @@ class SharedStoreLease:
         self._keeper: asyncio.Task | None = None  # renews from activation to release
         self._outcome: asyncio.Future[str] | None = None  # why the node must stop serving
         self._failback_name = ""
+        self._live = ""  # the holder's connector, as the last look at the lease saw it
+        self._connector: str | None = None  # ours, once active and listening
 
     # ------------------------------------------------------------ SQL (worker thread)
 
@@ -145,14 +148,16 @@ class SharedStoreLease:
             self._ensure_row()
         with self._engine.begin() as conn:
             r = conn.execute(text(
-                "SELECT state, holder, holder_role, expires_at > clock_timestamp() AS valid, failback_by, epoch "
-                "FROM meshmq_ha_lease WHERE name = :n FOR UPDATE"), {"n": LEASE}).one()
+                "SELECT state, holder, holder_role, expires_at > clock_timestamp() AS valid, failback_by, epoch, "
+                "holder_connector FROM meshmq_ha_lease WHERE name = :n FOR UPDATE"), {"n": LEASE}).one()
+            self._live = (r.holder_connector or "") if r.state == "live" and r.valid else ""
             row = LeaseRow(r.state, r.holder, r.holder_role, bool(r.valid), r.failback_by)
             action = decide(row, self.me, self.role)
             if action is Action.ACQUIRE:
                 epoch = r.epoch + 1
                 conn.execute(text(
                     "UPDATE meshmq_ha_lease SET state = 'live', holder = :me, holder_name = :name, holder_role = :role, "
+                    "holder_connector = NULL, "
                     "expires_at = clock_timestamp() + make_interval(secs => :exp), epoch = :epoch, "
                     "failback_by = CASE WHEN failback_by = :me THEN NULL ELSE failback_by END, "
                     "failback_name = CASE WHEN failback_by = :me THEN NULL ELSE failback_name END WHERE name = :n"),
@@ -168,9 +173,10 @@ class SharedStoreLease:
         """Renew our lease. None: held; LEASE_LOST: someone else has it; FAILED_BACK: a master asks for it back."""
         with self._engine.begin() as conn:
             r = conn.execute(text(
-                "UPDATE meshmq_ha_lease SET expires_at = clock_timestamp() + make_interval(secs => :exp) "
+                "UPDATE meshmq_ha_lease SET expires_at = clock_timestamp() + make_interval(secs => :exp), "
+                "holder_connector = :connector "
                 "WHERE name = :n AND state = 'live' AND holder = :me RETURNING failback_by, failback_name"),
-                {"exp": self.expiration, "n": LEASE, "me": self.me}).one_or_none()
+                {"exp": self.expiration, "n": LEASE, "me": self.me, "connector": self._connector}).one_or_none()
         if r is None:
             return LEASE_LOST
         if r.failback_by is not None and self.role == SLAVE and self.allow_failback:
@@ -182,6 +188,7 @@ class SharedStoreLease:
         with self._engine.begin() as conn:
             conn.execute(text(
                 "UPDATE meshmq_ha_lease SET state = :state, holder = NULL, holder_name = NULL, holder_role = NULL, "
+                "holder_connector = NULL, "
                 "expires_at = CASE WHEN :state = 'failback' THEN clock_timestamp() + make_interval(secs => :exp) "
                 "ELSE NULL END WHERE name = :n AND holder = :me"),
                 {"state": state, "exp": self.expiration, "n": LEASE, "me": self.me})
@@ -204,6 +211,7 @@ class SharedStoreLease:
             if epoch is not None or action is Action.RENEW:
                 self.epoch_floor = epoch or self.epoch_floor
                 log.info("%s: this node (%s) holds the lease; activating", self.description, self.role)
+                self._connector = None
                 self._outcome = asyncio.get_running_loop().create_future()
                 self._keeper = asyncio.create_task(self._keep())
                 return self.epoch_floor
@@ -215,6 +223,13 @@ class SharedStoreLease:
                              "backup" if self.role == SLAVE else "live")
                 said = action.value
             await asyncio.sleep(self.renew_period)
+
+    def live(self) -> str:
+        return self._live
+
+    def serving_at(self, endpoint: str) -> None:
+        """Written with the next renewal: passive nodes read it (`live`)."""
+        self._connector = endpoint
 
     async def held(self) -> str:
         """While this node serves; returns why it must stop: LEASE_LOST, or

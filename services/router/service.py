@@ -20,6 +20,7 @@ from meshmq.runtime import NodeHalted, ScaleDownFailed, first_done, report_ready
 from meshmq.security.cluster_identity import start_warnings
 
 from .membership import RouterMembership
+from .passive import PassiveServer
 from .server import RouterNode
 
 log = logging.getLogger("meshmq")
@@ -36,12 +37,20 @@ async def run_router(
         log.warning(warning)
     min_epoch = 0
     if activation is not None:
+        passive = PassiveServer(config, activation.live)
+        endpoints = await passive.start()
+        # The active node listens where the passive one did (a port 0 is picked once).
+        config = config.model_copy(update={"acceptors": [
+            acc.model_copy(update={"port": int(ep.rpartition(":")[2])}) for acc, ep in zip(config.acceptors, endpoints)]})
         policy = config.ha_policy.shared_store
         if policy is not None and (policy.slave is not None or not policy.master.wait_for_activation):
             # Started as far as a passive node goes: it waits for the store (wait-for-activation false, or a backup).
-            report_ready(_passive_info(config, activation), ready_file, on_ready)
+            report_ready(_passive_info(config, activation, endpoints), ready_file, on_ready)
         acquiring = asyncio.create_task(activation.acquire())
-        await until_signalled(acquiring)
+        try:
+            await until_signalled(acquiring)
+        finally:
+            await passive.stop()
         if not acquiring.done() or acquiring.cancelled():
             log.info("stopped while waiting for activation")
             await journal.close()
@@ -54,6 +63,8 @@ async def run_router(
         if activation is not None:
             await activation.release(failover=True)
         raise
+    if activation is not None:
+        activation.serving_at(node.endpoints[0])
     membership = RouterMembership(config)
     try:
         await membership.start(node)
@@ -119,13 +130,14 @@ async def _forever() -> None:
     await asyncio.Event().wait()
 
 
-def _passive_info(config: BrokerConfig, activation: Activation) -> dict:
-    """The ready file of a node waiting for its store: where it will listen once active."""
+def _passive_info(config: BrokerConfig, activation: Activation, endpoints: list[str]) -> dict:
+    """The ready file of a node waiting for its store: where it listens (answering
+    NOT_ACTIVE until it holds the store, then serving there)."""
     return {
         "service": "router",
         "name": config.name,
         "node_id": "",
-        "endpoints": [f"{a.host}:{a.port}" for a in config.acceptors],
+        "endpoints": endpoints,
         "journal": activation.description,
         "active": False,
     }

@@ -9,9 +9,10 @@ import asyncio
 import os
 import signal
 
+import grpc
 import pytest
 
-from meshmq.client import connect
+from meshmq.client import NotActiveError, connect
 from tests.fixtures.nodes import Nodes, eventually, free_port
 
 pytestmark = pytest.mark.integration
@@ -48,13 +49,27 @@ async def drain(proc, count: int) -> list[int]:
         return got
 
 
-async def answers(proc) -> bool:
-    """The node serves sessions (a backup listens only once active)."""
+async def node_info(proc):
+    """GetNodeInfo from this very node (no redirect followed): its NodeInfo, or the error it answered."""
+    from meshmq.errors import MeshMQError, from_rpc_error
+    from meshmq.transport import open_channel
+    from meshmq.v1 import management_pb2 as mgpb
+    from meshmq.v1 import management_pb2_grpc as mggrpc
+
+    channel = open_channel(proc.endpoint)
     try:
-        async with await connect(proc.url + "?callTimeout=1000") as conn:
-            return bool((await conn.admin.node_info()).node_id)
-    except Exception:
-        return False
+        return await mggrpc.ManagementStub(channel).GetNodeInfo(mgpb.GetNodeInfoRequest(), timeout=2)
+    except grpc.RpcError as exc:
+        return from_rpc_error(exc)
+    except MeshMQError as exc:
+        return exc
+    finally:
+        await channel.close()
+
+
+async def answers(proc) -> bool:
+    """The node itself serves (a passive backup answers NOT_ACTIVE)."""
+    return not isinstance(await node_info(proc), Exception)
 
 
 def log_has(proc, text: str) -> bool:
@@ -65,7 +80,15 @@ async def test_kill_9_of_the_live_the_backup_takes_over_with_every_confirmed_mes
     live = node(nodes, "live", pg_url, "master")
     backup = node(nodes, "backup", pg_url, "slave")
     assert live.info["active"] and not backup.info["active"]
-    assert not await answers(backup)  # passive: it does not even listen
+
+    async def says_where_the_live_is():  # passive: it answers, but only to say where the live is
+        refused = await node_info(backup)
+        assert isinstance(refused, NotActiveError), refused
+        return refused if refused.live == live.endpoint else None  # once it has looked at the lease
+    refused = await eventually(says_where_the_live_is, 10, "the backup to name the live")
+    assert "node backup is a passive backup waiting for its store" in str(refused)
+    async with await connect(backup.url) as conn:  # the SDK follows it there
+        assert (await conn.admin.node_info()).name == "live"
     await send(live, 0, 300)
     live_id = live.info["node_id"]
     await asyncio.to_thread(live.kill9)
