@@ -12,6 +12,7 @@ never imports the HA coordinator.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Protocol
 
 # Why `held` ended: another node holds the lease (the router halts, exit 3) ...
@@ -29,8 +30,13 @@ class Activation(Protocol):
     def live(self) -> str:
         """Where the node serving the store listens, as last seen ("" = unknown): what a passive node tells clients."""
 
-    def serving_at(self, endpoint: str) -> None:
-        """This node, now active, listens on `endpoint` (passive nodes point clients there)."""
+    def listening_at(self, endpoint: str) -> None:
+        """Where this node listens: passive, its backups' registry shows it to the
+        live; active, passive nodes point clients there."""
+
+    def backups(self) -> AsyncIterator[str]:
+        """While active: the endpoint of a backup waiting to take over ("" = none),
+        now and at every change (the live names it in the topology)."""
 
     async def held(self) -> str:
         """While the node serves; returns LEASE_LOST or FAILED_BACK when it must stop."""

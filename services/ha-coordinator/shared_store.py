@@ -36,6 +36,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -64,6 +65,12 @@ CREATE TABLE IF NOT EXISTS meshmq_ha_lease (
     failback_name TEXT,
     epoch BIGINT NOT NULL DEFAULT 0,
     holder_connector TEXT
+);
+CREATE TABLE IF NOT EXISTS meshmq_ha_backups (
+    instance TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    connector TEXT NOT NULL,
+    seen_at TIMESTAMPTZ NOT NULL
 )"""
 
 
@@ -124,7 +131,9 @@ class SharedStoreLease:
         self._outcome: asyncio.Future[str] | None = None  # why the node must stop serving
         self._failback_name = ""
         self._live = ""  # the holder's connector, as the last look at the lease saw it
-        self._connector: str | None = None  # ours, once active and listening
+        self._connector: str | None = None  # where this node listens (passive or active)
+        self._backup_seen = ""  # while active: the backup named to clients
+        self._backup_changed = asyncio.Event()
 
     # ------------------------------------------------------------ SQL (worker thread)
 
@@ -133,7 +142,8 @@ class SharedStoreLease:
         for attempt in range(3):
             try:
                 with self._engine.begin() as conn:
-                    conn.execute(text(_SCHEMA))
+                    for statement in _SCHEMA.split(";"):
+                        conn.execute(text(statement))
                     conn.execute(text("INSERT INTO meshmq_ha_lease (name, state) VALUES (:n, 'free') "
                                       "ON CONFLICT DO NOTHING"), {"n": LEASE})
                 self._ready = True
@@ -153,7 +163,15 @@ class SharedStoreLease:
             self._live = (r.holder_connector or "") if r.state == "live" and r.valid else ""
             row = LeaseRow(r.state, r.holder, r.holder_role, bool(r.valid), r.failback_by)
             action = decide(row, self.me, self.role)
+            if action is not Action.ACQUIRE and self._connector is not None:
+                # Still waiting: seen, as a backup the live may name to its clients.
+                conn.execute(text(
+                    "INSERT INTO meshmq_ha_backups (instance, name, connector, seen_at) "
+                    "VALUES (:me, :name, :c, clock_timestamp()) ON CONFLICT (instance) DO UPDATE "
+                    "SET connector = EXCLUDED.connector, seen_at = EXCLUDED.seen_at"),
+                    {"me": self.me, "name": self.name, "c": self._connector})
             if action is Action.ACQUIRE:
+                conn.execute(text("DELETE FROM meshmq_ha_backups WHERE instance = :me"), {"me": self.me})
                 epoch = r.epoch + 1
                 conn.execute(text(
                     "UPDATE meshmq_ha_lease SET state = 'live', holder = :me, holder_name = :name, holder_role = :role, "
@@ -179,6 +197,12 @@ class SharedStoreLease:
                 {"exp": self.expiration, "n": LEASE, "me": self.me, "connector": self._connector}).one_or_none()
         if r is None:
             return LEASE_LOST
+        with self._engine.begin() as conn:
+            b = conn.execute(text(
+                "SELECT connector FROM meshmq_ha_backups WHERE instance <> :me "
+                "AND seen_at > clock_timestamp() - make_interval(secs => :exp) ORDER BY name, instance LIMIT 1"),
+                {"me": self.me, "exp": self.expiration}).one_or_none()
+        self._backup_seen = b.connector if b is not None else ""
         if r.failback_by is not None and self.role == SLAVE and self.allow_failback:
             self._failback_name = r.failback_name
             return FAILED_BACK
@@ -211,7 +235,6 @@ class SharedStoreLease:
             if epoch is not None or action is Action.RENEW:
                 self.epoch_floor = epoch or self.epoch_floor
                 log.info("%s: this node (%s) holds the lease; activating", self.description, self.role)
-                self._connector = None
                 self._outcome = asyncio.get_running_loop().create_future()
                 self._keeper = asyncio.create_task(self._keep())
                 return self.epoch_floor
@@ -227,9 +250,20 @@ class SharedStoreLease:
     def live(self) -> str:
         return self._live
 
-    def serving_at(self, endpoint: str) -> None:
-        """Written with the next renewal: passive nodes read it (`live`)."""
+    def listening_at(self, endpoint: str) -> None:
+        """Written at the next look at the lease: in the backups' registry while
+        waiting, as the holder's connector once active."""
         self._connector = endpoint
+
+    async def backups(self) -> AsyncIterator[str]:
+        """The backup the live names (a waiting node seen within jdbc-lock-expiration), at every change."""
+        told = None
+        while True:
+            if self._backup_seen != told:
+                told = self._backup_seen
+                yield told
+            self._backup_changed.clear()
+            await self._backup_changed.wait()
 
     async def held(self) -> str:
         """While this node serves; returns why it must stop: LEASE_LOST, or
@@ -260,6 +294,7 @@ class SharedStoreLease:
                 self._settle(LEASE_LOST)
                 return
             last_renewed = time.monotonic()
+            self._backup_changed.set()
             if outcome == FAILED_BACK and not self._outcome.done():
                 log.info("%s asks for its store back (allow-failback): this backup stops serving",
                          self._failback_name)

@@ -96,6 +96,14 @@ class RouterMembership:
         finally:
             sub.close()
 
+    async def backup_changed(self, node: RouterNode) -> None:
+        """The node's backup changed (node.backup_connector): announce it, and
+        tell clients (through discovery, or directly when alone)."""
+        for announcer in self.announcers:
+            await announcer.update(backup_connector=node.backup_connector)
+        if not self.watchers:
+            await node.topology.replace([node.member()])
+
     async def lost(self) -> None:
         """Raises when an announcement is lost for good (e.g. NodeIdInUseError)."""
         await asyncio.gather(*(a.wait() for a in self.announcers))

@@ -138,6 +138,8 @@ class RouterNode:
         self._reaper: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None
+        # Where a backup waits to take this node's store over ("" = none known; ha-policy).
+        self.backup_connector = ""
 
     async def start(self, min_epoch: int = 0) -> list[str]:
         await self.broker.start(min_epoch)
@@ -180,8 +182,9 @@ class RouterNode:
         return self.endpoints
 
     def member(self) -> mgpb.TopologyMember:
-        """This node as clients see it in the topology (its first acceptor)."""
-        return mgpb.TopologyMember(node_id=self.broker.node_id, name=self.config.name, connector=self.endpoints[0])
+        """This node as clients see it in the topology (its first acceptor, and its backup's when it has one)."""
+        return mgpb.TopologyMember(node_id=self.broker.node_id, name=self.config.name, connector=self.endpoints[0],
+                                   backup_connector=self.backup_connector)
 
     def _declare_configured(self) -> None:
         """Create the addresses and queues the config declares (broker.xml <addresses>)."""

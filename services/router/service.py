@@ -46,6 +46,7 @@ async def run_router(
         if policy is not None and (policy.slave is not None or not policy.master.wait_for_activation):
             # Started as far as a passive node goes: it waits for the store (wait-for-activation false, or a backup).
             report_ready(_passive_info(config, activation, endpoints), ready_file, on_ready)
+        activation.listening_at(endpoints[0])
         acquiring = asyncio.create_task(activation.acquire())
         try:
             await until_signalled(acquiring)
@@ -64,7 +65,7 @@ async def run_router(
             await activation.release(failover=True)
         raise
     if activation is not None:
-        activation.serving_at(node.endpoints[0])
+        activation.listening_at(node.endpoints[0])
     membership = RouterMembership(config)
     try:
         await membership.start(node)
@@ -90,12 +91,15 @@ async def run_router(
     lost = asyncio.create_task(membership.lost())
     stopped = asyncio.create_task(node.wait())
     held = asyncio.create_task(activation.held()) if activation is not None else asyncio.create_task(_forever())
+    naming = asyncio.create_task(_name_backup(activation, node, membership)) if activation is not None else None
     failed_scale_down: ScaleDownFailed | None = None
     try:
         await until_signalled(asyncio.create_task(first_done(stopped, lost, held)))
     finally:
         log.info("stopping")
         stopped.cancel()
+        if naming is not None:
+            naming.cancel()
         outcome = held.result() if held.done() and not held.cancelled() else None
         held.cancel()
         await membership.stop()
@@ -124,6 +128,19 @@ async def run_router(
     if node.broker.halted.is_set():
         raise NodeHalted(node.broker.halt_reason)
     return outcome
+
+
+async def _name_backup(activation: Activation, node: RouterNode, membership: RouterMembership) -> None:
+    """Keep the backup this node names to clients (topology, announcement) current."""
+    async for connector in activation.backups():
+        if connector == node.backup_connector:
+            continue
+        node.backup_connector = connector
+        if connector:
+            log.info("backup at %s waits to take over this node's store", connector)
+        else:
+            log.warning("no backup waits to take over this node's store any more")
+        await membership.backup_changed(node)
 
 
 async def _forever() -> None:

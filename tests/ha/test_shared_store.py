@@ -13,6 +13,10 @@ import grpc
 import pytest
 
 from meshmq.client import NotActiveError, connect
+from meshmq.errors import MeshMQError, from_rpc_error
+from meshmq.transport import open_channel
+from meshmq.v1 import management_pb2 as mgpb
+from meshmq.v1 import management_pb2_grpc as mggrpc
 from tests.fixtures.nodes import Nodes, eventually, free_port
 
 pytestmark = pytest.mark.integration
@@ -51,11 +55,6 @@ async def drain(proc, count: int) -> list[int]:
 
 async def node_info(proc):
     """GetNodeInfo from this very node (no redirect followed): its NodeInfo, or the error it answered."""
-    from meshmq.errors import MeshMQError, from_rpc_error
-    from meshmq.transport import open_channel
-    from meshmq.v1 import management_pb2 as mgpb
-    from meshmq.v1 import management_pb2_grpc as mggrpc
-
     channel = open_channel(proc.endpoint)
     try:
         return await mggrpc.ManagementStub(channel).GetNodeInfo(mgpb.GetNodeInfoRequest(), timeout=2)
@@ -176,3 +175,26 @@ async def test_wait_for_activation_false_reports_a_passive_start_at_once(nodes, 
     await asyncio.to_thread(first.kill9)
     await eventually(lambda: answers(second), 20, "the second master to take the store")
     assert await drain(second, 3) == [0, 1, 2]
+
+
+async def test_the_live_names_its_waiting_backup_in_the_topology_clients_get(nodes, pg_url):
+    live = node(nodes, "live", pg_url, "master")
+    channel = open_channel(live.endpoint)
+    stub = mggrpc.ManagementStub(channel)
+
+    async def named(expected: str) -> bool:
+        """The backup connector of the live's entry in the topology it pushes to clients."""
+        async for topology in stub.WatchTopology(mgpb.WatchTopologyRequest(), timeout=2):
+            return topology.members[0].backup_connector == expected
+        return False
+    try:
+        assert await named("")  # alone
+        backup = node(nodes, "backup", pg_url, "slave")
+        await eventually(lambda: named(backup.endpoint), 10, "the live to name its backup")
+        await asyncio.to_thread(backup.stop)
+        # A backup is named while seen within jdbc-lock-expiration (1.5 s here).
+        await eventually(lambda: named(""), 10, "the live to stop naming the stopped backup")
+    finally:
+        await channel.close()
+    assert log_has(live, f"backup at {backup.endpoint} waits to take over this node's store")
+    assert log_has(live, "no backup waits to take over this node's store any more")
