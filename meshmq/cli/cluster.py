@@ -147,13 +147,13 @@ def down(spec_file, run_dir, timeout) -> None:
 
 def _print_status(result) -> None:
     state = result.state
-    header = ("name", "pid", "alive", "endpoint", "node id", "in topology")
+    header = ("name", "pid", "alive", "endpoint", "node id", "in topology", "ha")
 
     def yes_no(value: bool | None) -> str:
         return "-" if value is None else "yes" if value else "no"
 
-    rows = [(p.name, str(p.pid), yes_no(p.alive), p.endpoint or "-", p.node_id or "-", yes_no(p.in_topology))
-            for p in result.processes]
+    rows = [(p.name, str(p.pid), yes_no(p.alive), p.endpoint or "-", p.node_id or "-", yes_no(p.in_topology),
+             p.ha or "-") for p in result.processes]
     note = f"topology: {result.topology_problem}" if result.topology_problem else ""
     if not sys.stdout.isatty():  # piped: one tab-separated line per process, for scripts
         for row in (header, *rows):

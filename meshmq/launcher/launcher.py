@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 # Default seconds `down` waits after SIGTERM before SIGKILL (a router leaves
 # the topology and closes its journal within a second or two).
 STOP_DEADLINE_S = 15.0
+# How long `status` waits for a router's NodeInfo (s).
+STATUS_CALL_S = 3
 # How often `up` looks at ready files, exits and the topology.
 POLL_S = 0.05
 LOG_TAIL_LINES = 30
@@ -73,6 +75,9 @@ class ProcessStatus:
     node_id: str
     in_topology: bool | None
     log: str
+    # A router's ha-policy as it answers now: "live-only", "shared-store master, active, epoch 3",
+    # "shared-store slave, passive (live at HOST:PORT)"; "" for etcd and discovery, "?" when it cannot say.
+    ha: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,9 @@ class ClusterStatus:
 
     @property
     def healthy(self) -> bool:
-        """Every process alive and every node in the topology."""
-        return all(p.alive for p in self.processes) and all(
-            p.in_topology for p in self.processes if p.role == "router")
+        """Every process alive and every serving node in the topology (a passive backup is not in it)."""
+        serving = [p for p in self.processes if p.role == "router" and "passive" not in p.ha]
+        return all(p.alive for p in self.processes) and all(p.in_topology for p in serving)
 
 
 @dataclass(frozen=True)
@@ -293,9 +298,11 @@ class LocalCluster:
                     if not record.endpoint and Path(record.ready_file).exists():
                         info = json.loads(Path(record.ready_file).read_text())
                         record.endpoint, record.node_id = info["endpoints"][0], info.get("node_id", "")
+                        record.active = info.get("active", True)
                         state.save(self.run_dir)
                         node = f" (node {record.node_id})" if record.node_id else ""
-                        say(f"{record.name} listening on {record.endpoint}{node}")
+                        passive = "" if record.active else " (passive: waits for its store)"
+                        say(f"{record.name} listening on {record.endpoint}{node}{passive}")
                 discovery = state.discovery
                 if client is None and discovery is not None and discovery.endpoint:
                     client = discovery_client(state)
@@ -304,12 +311,18 @@ class LocalCluster:
                     state.timings.setdefault("listening", round(time.monotonic() - started, 3))
                     try:
                         listed = await client.list(dpb.ListNodesRequest(cluster_name=spec.cluster_name))
-                        missing = missing_from_topology(nodes, {n.node_id for n in listed.nodes})
+                        missing = missing_from_topology([n for n in nodes if n.active],
+                                                        {n.node_id for n in listed.nodes})
                         problem = "not in the topology yet: " + ", ".join(missing) if missing else ""
                     except DiscoveryError as exc:
                         problem = f"discovery's List failed: {exc}"
                     if not problem:
-                        say(f"all {len(nodes)} nodes are in the topology of cluster {spec.cluster_name}")
+                        active = [n for n in nodes if n.active]
+                        if len(active) == len(nodes):
+                            say(f"all {len(nodes)} nodes are in the topology of cluster {spec.cluster_name}")
+                        else:
+                            say(f"all {len(active)} active nodes are in the topology of cluster "
+                                f"{spec.cluster_name}; {len(nodes) - len(active)} passive (backups)")
                         return
                 if time.monotonic() > deadline:
                     raise ClusterUpError(self._not_ready(state, timeout, problem))
@@ -339,11 +352,14 @@ class LocalCluster:
         topology, problem = await self._topology(state)
         rows = []
         for p in state.processes:
-            in_topology = None
-            if p.role == "router" and topology is not None:
-                in_topology = bool(p.node_id) and p.node_id in topology
-            rows.append(ProcessStatus(name=p.name, role=p.role, pid=p.pid, alive=processes.alive(p.ident),
-                                      endpoint=p.endpoint, node_id=p.node_id, in_topology=in_topology, log=p.log))
+            in_topology, ha, node_id = None, "", p.node_id
+            alive = processes.alive(p.ident)
+            if p.role == "router":
+                ha, node_id = await _ha_state(state, p) if alive and p.endpoint else ("-", p.node_id)
+                if topology is not None and "passive" not in ha:
+                    in_topology = bool(node_id) and node_id in topology
+            rows.append(ProcessStatus(name=p.name, role=p.role, pid=p.pid, alive=alive, endpoint=p.endpoint,
+                                      node_id=node_id, in_topology=in_topology, log=p.log, ha=ha))
         return ClusterStatus(state=state, processes=tuple(rows), topology=topology, topology_problem=problem)
 
     @staticmethod
@@ -394,6 +410,31 @@ class LocalCluster:
                     say(f"{record.name} (pid {record.pid}) {result.outcome} in {result.seconds:.1f} s")
                 (self.run_dir / f"{record.name}.pid").unlink(missing_ok=True)
         return done
+
+
+async def _ha_state(state: ClusterState, record: ProcessRecord) -> tuple[str, str]:
+    """(what the router says of its ha-policy now, its node id), asking it for its NodeInfo."""
+    import grpc
+
+    from meshmq.errors import MeshMQError, NotActiveError, from_rpc_error
+    from meshmq.transport import channel_credentials, open_channel
+    from meshmq.v1 import management_pb2 as mgpb
+    from meshmq.v1 import management_pb2_grpc as mggrpc
+
+    credentials = channel_credentials(state.trust_store) if state.trust_store else None
+    channel = open_channel(record.endpoint, credentials=credentials)
+    try:
+        info = await mggrpc.ManagementStub(channel).GetNodeInfo(mgpb.GetNodeInfoRequest(), timeout=STATUS_CALL_S)
+    except grpc.RpcError as exc:
+        err: MeshMQError = from_rpc_error(exc)
+        if isinstance(err, NotActiveError):
+            return f"passive (live at {err.live})" if err.live else "passive (no live)", record.node_id
+        return "?", record.node_id  # e.g. a secured node: NodeInfo needs a user
+    finally:
+        await channel.close()
+    if info.ha_policy == "live-only":
+        return "live-only", info.node_id
+    return f"{info.ha_policy}, active, epoch {info.epoch}", info.node_id
 
 
 def discovery_client(state: ClusterState) -> GrpcDiscoveryClient:

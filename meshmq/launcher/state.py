@@ -33,6 +33,8 @@ class ProcessRecord:
     config: str = ""
     ready_file: str = ""
     data_directory: str = ""
+    # False for a router that reported ready as a passive node (a shared-store backup waiting for its store).
+    active: bool = True
 
     @property
     def ident(self) -> Identity:

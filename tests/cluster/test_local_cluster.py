@@ -159,10 +159,11 @@ async def test_cli_up_status_down_round_trip(launched, tmp_path):
     status = cli("status", "--run-dir", str(run))
     assert status.returncode == 0, status.stdout + status.stderr
     rows = [line.split("\t") for line in status.stdout.splitlines()]
-    assert rows[0] == ["name", "pid", "alive", "endpoint", "node id", "in topology"]
-    assert [(r[0], int(r[1]), r[2], r[5]) for r in rows[1:]] == [
-        ("etcd", pids[0], "yes", "-"), ("discovery", pids[1], "yes", "-"),
-        ("n1", pids[2], "yes", "yes"), ("n2", pids[3], "yes", "yes"), ("n3", pids[4], "yes", "yes")]
+    assert rows[0] == ["name", "pid", "alive", "endpoint", "node id", "in topology", "ha"]
+    assert [(r[0], int(r[1]), r[2], r[5], r[6]) for r in rows[1:]] == [
+        ("etcd", pids[0], "yes", "-", "-"), ("discovery", pids[1], "yes", "-", "-"),
+        ("n1", pids[2], "yes", "yes", "live-only"), ("n2", pids[3], "yes", "yes", "live-only"),
+        ("n3", pids[4], "yes", "yes", "live-only")]
     assert rows[3][4] == state["processes"][2]["node_id"]
     async with await connect(f"meshmq://{rows[3][3]}") as conn:
         assert (await conn.admin.node_info()).name == "n1"

@@ -145,6 +145,7 @@ async def test_the_secured_example_up_used_and_down(launched, secured_file):
     assert [(r[0], r[2], r[5]) for r in rows] == [
         ("etcd", "yes", "-"), ("discovery", "yes", "-"), ("n1", "yes", "yes"), ("n2", "yes", "yes"),
         ("n3", "yes", "yes")]
+    assert [r[6] for r in rows[2:]] == ["?", "?", "?"]  # NodeInfo needs a user: status has none
 
     down = cli("down", "--run-dir", str(run))
     assert down.returncode == 0, down.stdout + down.stderr
