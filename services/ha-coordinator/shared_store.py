@@ -26,6 +26,10 @@ States of the row (column ``state``):
 * ``failback``: an active backup gave the store back to the master that
   asked (``failback_by``); reserved for that master until ``expires_at``.
 
+Every acquisition clears the failback request: a master that asked and is
+still there asks the new holder again at its next look, and one that died
+asking is forgotten (else the backup would fail back to it over and over).
+
 `decide` is the whole policy as a pure function; `SharedStoreLease` runs it
 against the row under ``SELECT ... FOR UPDATE``, so two nodes never both win.
 """
@@ -177,8 +181,7 @@ class SharedStoreLease:
                     "UPDATE meshmq_ha_lease SET state = 'live', holder = :me, holder_name = :name, holder_role = :role, "
                     "holder_connector = NULL, "
                     "expires_at = clock_timestamp() + make_interval(secs => :exp), epoch = :epoch, "
-                    "failback_by = CASE WHEN failback_by = :me THEN NULL ELSE failback_by END, "
-                    "failback_name = CASE WHEN failback_by = :me THEN NULL ELSE failback_name END WHERE name = :n"),
+                    "failback_by = NULL, failback_name = NULL WHERE name = :n"),
                     {"me": self.me, "name": self.name, "role": self.role, "exp": self.expiration, "epoch": epoch,
                      "n": LEASE})
                 return action, epoch

@@ -198,3 +198,27 @@ async def test_the_live_names_its_waiting_backup_in_the_topology_clients_get(nod
         await channel.close()
     assert log_has(live, f"backup at {backup.endpoint} waits to take over this node's store")
     assert log_has(live, "no backup waits to take over this node's store any more")
+
+
+async def test_kill_9_of_the_live_while_it_fails_back_leaves_the_store_to_the_backup(nodes, pg_url):
+    """The restarted live asks for its store back and dies mid-way (before or
+    just after it took the lease): the reservation lapses and the backup
+    serves again, with every confirmed message."""
+    live = node(nodes, "live", pg_url, "master", start=False)
+    backup = node(nodes, "backup", pg_url, "slave")
+    await eventually(lambda: answers(backup), 20, "the backup to take the free store")
+    await send(backup, 0, 50)
+    live.ready_path.unlink(missing_ok=True)
+    # Started in the background: its start-up waits until the backup gave the store up.
+    starting = asyncio.ensure_future(asyncio.to_thread(live.start))
+    try:
+        await eventually(lambda: log_has(backup, "asks for its store back (allow-failback)"), 20,
+                         "the live to ask for its store")
+    finally:
+        os.kill(live.proc.pid, signal.SIGKILL)  # the request is made: kill it wherever it is in taking over
+        try:
+            await starting
+        except RuntimeError:
+            pass  # it died before reporting ready (the backup takes ~2 s to stop serving)
+    await eventually(lambda: answers(backup), 30, "the backup to serve again")
+    assert await drain(backup, 50) == list(range(50))
