@@ -222,3 +222,29 @@ async def test_kill_9_of_the_live_while_it_fails_back_leaves_the_store_to_the_ba
             pass  # it died before reporting ready (the backup takes ~2 s to stop serving)
     await eventually(lambda: answers(backup), 30, "the backup to serve again")
     assert await drain(backup, 50) == list(range(50))
+
+
+async def test_the_database_goes_away_the_live_stops_serving_and_the_backup_takes_over_when_it_is_back(nodes):
+    """A private PostgreSQL, stopped under the pair: the live cannot renew its
+    lease for jdbc-lock-expiration and halts (a backup may hold the store by
+    then); once the database is back the backup takes the lapsed lease, with
+    every message confirmed before the outage."""
+    from tests.fixtures.postgres import _PrivateServer
+
+    pg = _PrivateServer()
+    await asyncio.to_thread(pg.start)
+    try:
+        live = node(nodes, "live", pg.url, "master")
+        backup = node(nodes, "backup", pg.url, "slave")
+        await send(live, 0, 20)
+        port = pg.port
+        await asyncio.to_thread(pg.stop)
+        assert await asyncio.to_thread(live.proc.wait, 30) == 3
+        assert log_has(live, "the lease was not renewed for")
+        await eventually(lambda: log_has(backup, "cannot reach the lease"), 10, "the backup to miss the database")
+        assert not await answers(backup)
+        assert await asyncio.to_thread(pg._start_on, port)
+        await eventually(lambda: answers(backup), 30, "the backup to take over once the database is back")
+        assert await drain(backup, 20) == list(range(20))
+    finally:
+        await asyncio.to_thread(pg.cleanup)
