@@ -49,6 +49,7 @@ ID_BLOCK = 1_000_000
 # followed by a new decision; a configuration whose dead-letter addresses
 # point at each other must not route forever.
 MAX_ROUTING_STEPS = 8
+_ROUTING_TYPES = frozenset((0, ANYCAST, MULTICAST))
 
 @dataclass(slots=True)
 class StagedSend:
@@ -330,17 +331,19 @@ class Broker:
     def accept(self, m: mpb.Message, default_address: str, user: str) -> tuple[ServerMessage, DuplicateClaim | None]:
         """Validate a client message, stamp what the router owns (id, time, node)
         and claim its duplicate id (DUPLICATE_ID if already seen)."""
-        if not m.address:
+        # Each protobuf field read is a call into upb: read each once (hot path).
+        address = m.address
+        if not address:
             if not default_address:
                 raise BrokerError(Reason.INVALID_REQUEST, "message has no address and its producer has none")
-            m.address = default_address
-        if m.address not in self.addresses:
-            check_name("address", m.address)
-        if m.address[0] == "$":
-            not_internal("address", m.address)
+            m.address = address = default_address
+        if address not in self.addresses:
+            check_name("address", address)
+        if address[0] == "$":
+            not_internal("address", address)
         if m.priority > 9:
             raise BrokerError(Reason.INVALID_REQUEST, f"priority {m.priority} is out of range 0..9")
-        if m.routing_type not in (0, ANYCAST, MULTICAST):
+        if m.routing_type not in _ROUTING_TYPES:
             raise BrokerError(Reason.INVALID_REQUEST, f"unknown routing type {m.routing_type}")
         now = now_ms()
         m.message_id = self.next_message_id()
@@ -350,16 +353,16 @@ class Broker:
         if user or m.user_id:  # the authenticated user, never the client's word ("" with security off)
             m.user_id = user
         if not m.expiration:
-            delay = self.settings(m.address).expiry_delay
+            delay = self.settings(address).expiry_delay
             if delay is not None and delay > 0:
                 m.expiration = now + delay
         encoded = m.ByteSize()
         problem = message_problem(m, encoded)
         if problem is not None:
             raise BrokerError(Reason.INVALID_REQUEST, problem)
-        claim = self.duplicates.claim(m.address, m.duplicate_id) if m.duplicate_id else None
-        size = encoded + (m.body_size if m.large else 0)
-        return ServerMessage(m, size), claim
+        dup = m.duplicate_id
+        claim = self.duplicates.claim(address, dup) if dup else None
+        return ServerMessage(m, encoded + m.body_size if m.large else encoded), claim
 
     def send(self, messages: Sequence[mpb.Message], default_address: str, user: str,
              access: Access | None = None) -> StagedSend:

@@ -231,6 +231,11 @@ class Queue:
     def _pick(self, ref: Ref):
         consumers = self.consumers
         n = len(consumers)
+        if n == 1:  # the common case, without the round robin's arithmetic
+            c = consumers[0]
+            if c.ready and c.selector is None:
+                self._rr = 0  # as the loop below leaves it with one consumer
+                return c
         any_credit = False
         for i in range(n):
             idx = (self._rr + i) % n
