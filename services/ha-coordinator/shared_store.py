@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS meshmq_ha_backups (
 )"""
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
 class Action(Enum):
     ACQUIRE = "acquire"
     RENEW = "renew"
@@ -233,7 +237,7 @@ class SharedStoreLease:
                 action, epoch = Action.WAIT, None
                 if said != "error":
                     log.warning("%s: cannot reach the lease (%s); retrying every %.1f s", self.description,
-                                str(exc).splitlines()[0], self.renew_period)
+                                _first_line(exc), self.renew_period)
                 said = "error"
             if epoch is not None or action is Action.RENEW:
                 self.epoch_floor = epoch or self.epoch_floor
@@ -278,14 +282,18 @@ class SharedStoreLease:
 
     async def _keep(self) -> None:
         """Renew every jdbc-lock-renew-period from activation to release."""
+        # Counted from before each renewal is sent: the database set its expiry
+        # no earlier, so this node never thinks it holds a lease the database
+        # already let lapse.
         last_renewed = time.monotonic()
         while True:
             await asyncio.sleep(self.renew_period)
+            sent = time.monotonic()
             try:
                 outcome = await asyncio.to_thread(self._renew)
-            except SQLAlchemyError as exc:
+            except Exception as exc:  # unreachable database, or anything else: the lease is not renewed
                 overdue = time.monotonic() - last_renewed
-                log.warning("%s: renewing the lease failed (%s)", self.description, str(exc).splitlines()[0])
+                log.warning("%s: renewing the lease failed (%s)", self.description, _first_line(exc))
                 if overdue >= self.expiration:
                     log.error("%s: the lease was not renewed for %.1f s (jdbc-lock-expiration): a backup may hold "
                               "it now; stopping", self.description, overdue)
@@ -296,7 +304,7 @@ class SharedStoreLease:
                 log.error("%s: another node holds the lease now; stopping", self.description)
                 self._settle(LEASE_LOST)
                 return
-            last_renewed = time.monotonic()
+            last_renewed = sent
             self._backup_changed.set()
             if outcome == FAILED_BACK and not self._outcome.done():
                 log.info("%s asks for its store back (allow-failback): this backup stops serving",
@@ -317,7 +325,7 @@ class SharedStoreLease:
             log.info("%s: lease released (%s)", self.description, state)
         except SQLAlchemyError as exc:
             log.warning("%s: releasing the lease failed (%s); it lapses after jdbc-lock-expiration",
-                        self.description, str(exc).splitlines()[0])
+                        self.description, _first_line(exc))
 
     async def _stop_keeping(self) -> None:
         if self._keeper is not None:
