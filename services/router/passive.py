@@ -6,7 +6,8 @@ listens when it is known (`meshmq-live` metadata). A client that dialled the
 backup learns where to go (the SDK tries it, `NotActiveError.live`), and an
 operator's `meshmq` command says why instead of "connection refused". The
 acceptors are the node's own (TLS included), so the node listens on the same
-endpoints before and after it activates.
+endpoints before and after it activates. With security-enabled, only a
+caller with a user's credentials is told where the live is.
 """
 
 from __future__ import annotations
@@ -18,19 +19,23 @@ import grpc
 
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import LIVE_METADATA_KEY, REASON_METADATA_KEY, Reason
+from meshmq.security.authentication import Authenticator
 from meshmq.transport import bind_listener, server_options
 
 log = logging.getLogger("meshmq.router")
 
 
 class _NotActive(grpc.GenericRpcHandler):
-    def __init__(self, name: str, live: Callable[[], str]) -> None:
+    def __init__(self, name: str, live: Callable[[], str], auth: Authenticator) -> None:
         self._name = name
         self._live = live
+        self._auth = auth
 
     def service(self, handler_call_details):
         async def refuse(request_iterator, context: grpc.aio.ServicerContext) -> None:
             live = self._live()
+            if self._auth.enabled and self._auth.identify(dict(context.invocation_metadata() or ())) is None:
+                live = ""  # with security on, only a user learns where the live is
             metadata = [(REASON_METADATA_KEY, Reason.NOT_ACTIVE.value)]
             if live:
                 metadata.append((LIVE_METADATA_KEY, live))
@@ -53,8 +58,9 @@ class PassiveServer:
         self.endpoints: list[str] = []
 
     async def start(self) -> list[str]:
-        self._server = grpc.aio.server(options=server_options(),
-                                       handlers=[_NotActive(self._config.name, self._live)])
+        c = self._config
+        auth = Authenticator(c.security_enabled, ((u.username, u.password) for u in c.users))
+        self._server = grpc.aio.server(options=server_options(), handlers=[_NotActive(c.name, self._live, auth)])
         self.endpoints = [bind_listener(self._server, acc, f"acceptor {acc.name!r}") for acc in self._config.acceptors]
         await self._server.start()
         log.info("passive: answering NOT_ACTIVE on %s until this node holds its store", ", ".join(self.endpoints))

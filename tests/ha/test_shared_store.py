@@ -28,9 +28,9 @@ QUEUE = "orders"
 LEASE = "  jdbc-lock-renew-period: 250\n  jdbc-lock-expiration: 1500\n"
 
 
-def node(nodes: Nodes, name: str, pg_url: str, role: str, policy: str = "", start: bool = True):
+def node(nodes: Nodes, name: str, pg_url: str, role: str, policy: str = "", start: bool = True, extra: str = ""):
     port = free_port()
-    extra = (f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n"
+    extra = extra + (f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n"
              f"journal:\n  url: {pg_url}\n{LEASE}"
              f"ha-policy:\n  shared-store:\n    {role}: {{{policy}}}\n"
              f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n")
@@ -248,3 +248,30 @@ async def test_the_database_goes_away_the_live_stops_serving_and_the_backup_take
         assert await drain(backup, 20) == list(range(20))
     finally:
         await asyncio.to_thread(pg.cleanup)
+
+
+async def test_with_security_a_passive_backup_tells_only_a_user_where_the_live_is(nodes, pg_url):
+    secured = "security-enabled: true\nusers: [{username: app, password: app-pw}]\n"
+    live = node(nodes, "live", pg_url, "master", extra=secured)
+    backup = node(nodes, "backup", pg_url, "slave", extra=secured)
+    channel = open_channel(backup.endpoint)
+    stub = mggrpc.ManagementStub(channel)
+
+    async def refusal(metadata=()) -> NotActiveError:
+        with pytest.raises(grpc.RpcError) as err:
+            await stub.GetNodeInfo(mgpb.GetNodeInfoRequest(), metadata=metadata, timeout=2)
+        return from_rpc_error(err.value)
+    try:
+        user = (("x-meshmq-username", "app"), ("x-meshmq-password", "app-pw"))
+        await eventually(lambda: _live_named(refusal(user), live.endpoint), 10, "the backup to name the live to a user")
+        stranger = await refusal()
+        assert isinstance(stranger, NotActiveError) and stranger.live == ""
+        wrong = await refusal((("x-meshmq-username", "app"), ("x-meshmq-password", "guess")))
+        assert isinstance(wrong, NotActiveError) and wrong.live == ""
+    finally:
+        await channel.close()
+
+
+async def _live_named(refusal, endpoint: str) -> bool:
+    err = await refusal
+    return isinstance(err, NotActiveError) and err.live == endpoint
