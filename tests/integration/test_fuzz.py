@@ -18,6 +18,7 @@ from meshmq.client import connect
 from meshmq.errors import REASON_METADATA_KEY
 from meshmq.transport import cluster_credentials_metadata, credentials_metadata
 from meshmq.v1 import broker_pb2 as bpb
+from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import management_pb2 as mgpb
 
@@ -31,10 +32,12 @@ security-settings:
   "#": {send: [apps], consume: [apps], create-address: [apps], create-durable-queue: [apps],
         create-non-durable-queue: [apps], delete-durable-queue: [apps], delete-non-durable-queue: [apps],
         manage: [apps]}
+cluster-password: fuzz-router-cluster-secret
 """
 ROUTER_METHODS = [
     (service, method)
-    for service in (bpb.DESCRIPTOR.services_by_name["Broker"], mgpb.DESCRIPTOR.services_by_name["Management"])
+    for service in (bpb.DESCRIPTOR.services_by_name["Broker"], mgpb.DESCRIPTOR.services_by_name["Management"],
+                    cpb.DESCRIPTOR.services_by_name["Cluster"])
     for method in service.methods
 ]
 CALL_TIMEOUT = 5.0
@@ -156,8 +159,9 @@ def test_random_and_truncated_requests_with_and_without_credentials(secured):
     assert fuzz(loop, channel, ROUTER_METHODS, strangers, authenticated=False) >= 60
     assert loop.run_until_complete(snapshot()) == before  # nothing changed
     assert secured.proc.poll() is None
-    app = [credentials_metadata("app", "pw")]
-    assert fuzz(loop, channel, ROUTER_METHODS, app, authenticated=True) >= 60
+    # A user, and another node of the cluster (the cluster credential opens Cluster.Link).
+    app = [credentials_metadata("app", "pw"), cluster_credentials_metadata("meshmq.cluster", "fuzz-router-cluster-secret")]
+    assert fuzz(loop, channel, ROUTER_METHODS, app, authenticated=True, examples=90) >= 90
     assert secured.proc.poll() is None, secured.log_tail()
     assert "Traceback" not in secured.log_path.read_text()
     loop.run_until_complete(channel.close())
