@@ -23,6 +23,9 @@ FAILED_BACK = "failed-back"
 
 class Activation(Protocol):
     description: str
+    # Report ready (as a passive node) before waiting in `acquire`: a backup, or a
+    # live whose start-up does not wait for activation.
+    passive_start: bool
 
     async def acquire(self) -> int:
         """Wait until this node may serve; the lowest epoch it may activate its store at."""

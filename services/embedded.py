@@ -38,6 +38,9 @@ async def run_router(
     from meshmq.activation import FAILED_BACK
     from services.router.service import run_router as run
 
+    if config.ha_policy.replication is not None:
+        await _run_replicating(config, ready_file=ready_file, on_ready=on_ready)
+        return
     policy = config.ha_policy.shared_store
     if policy is None:
         await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready)
@@ -53,6 +56,71 @@ async def run_router(
                 return
     finally:
         await lease.close()
+
+
+async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
+                           on_ready: Callable[[dict], None] | None) -> None:
+    """ha-policy replication: a primary's journal streams its writes to its
+    backup (services/router/replication.py); a backup copies its live's store
+    (services/router/replica.py) until the quorum lets it take over
+    (services/ha-coordinator/replication.py)."""
+    from meshmq.config import defaults
+    from services.ha_coordinator.replication import ReplicationActivation
+    from services.router.service import run_router as run
+    from meshmq.v1 import replication_pb2 as rpb
+
+    activation = ReplicationActivation(config, local_store=lambda: _local_store(config))
+    try:
+        if activation.primary is not None:
+            from services.router.replication import ReplicatingJournal
+
+            journal = ReplicatingJournal(
+                journal_for(config), config.data_directory / defaults.JOURNAL_SQLITE_FILE, node_name=config.name,
+                group_name=activation.primary.group_name, cluster_user=config.cluster_user,
+                cluster_password=config.cluster_password, security_enabled=config.security_enabled,
+                sync_timeout_ms=activation.primary.initial_replication_sync_timeout,
+                ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.quorum.mark_in_sync,
+                forget_replica=activation.quorum.clear_in_sync,
+                coordination_id=lambda: activation.quorum.coordination_id,
+                on_fenced=lambda why: None)  # its refused writes halt the router
+            activation.backup_connector = lambda: journal.backup_connector
+            activation.backup_changed = journal.backup_changed
+            await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,
+                      services=[(journal, rpb.DESCRIPTOR.services_by_name["Replication"])])
+        else:
+            from services.router.replica import ReplicaRunner
+
+            runner = ReplicaRunner(config, instance_id=activation.instance, connector=lambda: activation.connector,
+                                   ack_timeout_s=activation.ack_timeout_s, try_activate=activation.try_take_over,
+                                   open_store=_replica_store)
+            activation.replicate = runner.run
+            activation.live_endpoint = lambda: runner.live
+            await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready, activation=activation)
+    finally:
+        await activation.close()
+
+
+def _local_store(config: BrokerConfig) -> tuple[str, int]:
+    """A replicating primary's node id and store epoch, read before its journal opens
+    (the store and the id are made on first start)."""
+    from services.journal.store import JournalStore
+
+    store = JournalStore(config.journal_url(), sync=True)
+    try:
+        opened = store.open(config.name)
+        return opened.node_id, opened.epoch
+    finally:
+        store.close()
+
+
+def _replica_store(path, node_id: str):
+    """The journal store a backup applies its live's writes to: the copy it installed."""
+    from services.journal.store import JournalStore
+
+    store = JournalStore(f"sqlite:///{path}", sync=True)
+    store.node_id = node_id  # the live's: the events it writes are the live's
+    store.start_checkpointer()  # as the journal writer does: the WAL restarts under a steady stream
+    return store
 
 
 ROUTER = Service(

@@ -166,6 +166,24 @@ HA_WAIT_FOR_ACTIVATION: Final = True
 HA_ALLOW_FAILBACK: Final = True
 # slave restart-backup: a backup stopped by failback goes back to waiting as a backup.
 HA_RESTART_BACKUP: Final = True
+# replication initial-replication-sync-timeout: the longest the live holds its writes while a backup's copy is made (ms).
+HA_INITIAL_REPLICATION_SYNC_TIMEOUT: Final = 30000
+# replication backup max-saved-replicated-journals-size: former replicas kept (oldreplica.N) when a backup syncs again.
+HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE: Final = 2
+# replication backup allow-failback (pluggable quorum: false).
+HA_REPLICATION_ALLOW_FAILBACK: Final = False
+# manager properties (Artemis's Curator names; the provider here is etcd):
+# session-ms: the live's etcd lease (ms): how long after the live goes silent its backup may take over.
+HA_MANAGER_SESSION_MS: Final = 18000
+# session-percent: the lease is renewed every session-ms * session-percent / 100.
+HA_MANAGER_SESSION_PERCENT: Final = 33
+# connection-ms: how long a call to etcd may take (ms).
+HA_MANAGER_CONNECTION_MS: Final = 8000
+# retries / retries-ms: attempts of a failed etcd call, and the wait between them (ms).
+HA_MANAGER_RETRIES: Final = 1
+HA_MANAGER_RETRIES_MS: Final = 1000
+# namespace: the etcd key prefix of the coordination keys.
+HA_MANAGER_NAMESPACE: Final = "meshmq-ha"
 
 # --- cluster-connections (Artemis ClusterConnectionConfiguration defaults) ---
 

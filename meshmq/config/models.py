@@ -740,17 +740,96 @@ class SharedStore(_Model):
         return role.failover_on_shutdown
 
 
+class QuorumProperties(_Model):
+    """``manager.properties``: Artemis's Curator properties, for etcd."""
+
+    connect_string: NonEmptyStr  # etcd endpoints, host:port[,host:port]
+    session_ms: Annotated[int, Field(gt=0)] = defaults.HA_MANAGER_SESSION_MS
+    session_percent: Annotated[int, Field(gt=0, le=100)] = defaults.HA_MANAGER_SESSION_PERCENT
+    connection_ms: Annotated[int, Field(gt=0)] = defaults.HA_MANAGER_CONNECTION_MS
+    retries: Annotated[int, Field(ge=0)] = defaults.HA_MANAGER_RETRIES
+    retries_ms: Annotated[int, Field(ge=0)] = defaults.HA_MANAGER_RETRIES_MS
+    namespace: NonEmptyStr = defaults.HA_MANAGER_NAMESPACE
+
+    @field_validator("connect_string")
+    @classmethod
+    def _check_endpoints(cls, value: str) -> str:
+        for endpoint in value.split(","):
+            parse_host_port(endpoint.strip())
+        return value
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [e.strip() for e in self.connect_string.split(",")]
+
+
+class QuorumManager(_Model):
+    """``manager``: the quorum provider. Artemis's default is Apache Curator
+    (ZooKeeper); meshmq's is etcd, the store its discovery already uses."""
+
+    class_name: Literal["etcd"] = "etcd"
+    properties: QuorumProperties
+
+
+class ReplicationPrimary(_Model):
+    """``ha-policy.replication.primary``: a live whose every write is streamed to its backup."""
+
+    manager: QuorumManager
+    coordination_id: NonEmptyStr | None = None  # default: the node id
+    group_name: NonEmptyStr | None = None
+    initial_replication_sync_timeout: Annotated[int, Field(gt=0)] = defaults.HA_INITIAL_REPLICATION_SYNC_TIMEOUT
+
+
+class ReplicationBackup(_Model):
+    """``ha-policy.replication.backup``: keeps a copy of a live's store and takes over when it goes."""
+
+    manager: QuorumManager
+    group_name: NonEmptyStr | None = None
+    # The cluster connection whose static-connectors are the lives to replicate (default: the only one).
+    cluster_name: NonEmptyStr | None = None
+    max_saved_replicated_journals_size: Annotated[int, Field(ge=-1)] = defaults.HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
+    allow_failback: bool = defaults.HA_REPLICATION_ALLOW_FAILBACK
+    initial_replication_sync_timeout: Annotated[int, Field(gt=0)] = defaults.HA_INITIAL_REPLICATION_SYNC_TIMEOUT
+
+    @model_validator(mode="after")
+    def _check_built(self) -> ReplicationBackup:
+        if self.allow_failback:
+            _raise_issues([(("allow-failback",), "not built yet for replication (a live that comes back "
+                                                 "synchronises from its backup and takes over)")])
+        return self
+
+
+class Replication(_Model):
+    """``ha-policy.replication``: pluggable-quorum roles (primary, backup) on etcd.
+    Classic master/slave (quorum votes among the cluster's lives) is not built yet."""
+
+    primary: ReplicationPrimary | None = None
+    backup: ReplicationBackup | None = None
+
+    @model_validator(mode="after")
+    def _one_role(self) -> Replication:
+        if (self.primary is None) == (self.backup is None):
+            _raise_issues([((), "give exactly one of primary (the live) and backup")])
+        return self
+
+    @property
+    def manager(self) -> QuorumManager:
+        return (self.primary or self.backup).manager
+
+
 class HaPolicy(_Model):
-    """``ha-policy``: live-only (with scale-down) or shared-store; replication
-    and colocated backups are not built yet (unknown keys)."""
+    """``ha-policy``: live-only (with scale-down), shared-store, or replication
+    (pluggable-quorum primary/backup on etcd); colocated backups are not built
+    yet (an unknown key)."""
 
     live_only: LiveOnly | None = None
     shared_store: SharedStore | None = None
+    replication: Replication | None = None
 
     @model_validator(mode="after")
     def _one_policy(self) -> HaPolicy:
-        if self.live_only is not None and self.shared_store is not None:
-            _raise_issues([((), "give one policy: live-only or shared-store")])
+        if sum(p is not None for p in (self.live_only, self.shared_store, self.replication)) > 1:
+            _raise_issues([((), "give one policy: live-only, shared-store or replication")])
         return self
 
 
@@ -940,6 +1019,9 @@ class BrokerConfig(_Model):
         ss = self.ha_policy.shared_store
         if ss is not None:
             return "shared-store master" if ss.master is not None else "shared-store slave"
+        rep = self.ha_policy.replication
+        if rep is not None:
+            return "replication primary" if rep.primary is not None else "replication backup"
         return "live-only"
 
     @property
@@ -954,6 +1036,46 @@ class BrokerConfig(_Model):
         if self.security_enabled and not self.users:
             _raise_issues([(("users",), "security-enabled is true but no users are configured")])
         return self
+
+    @model_validator(mode="after")
+    def _check_replication(self) -> BrokerConfig:
+        rep = self.ha_policy.replication
+        if rep is None:
+            return self
+        issues: list[tuple[RelPath, str]] = []
+        j = self.journal
+        if j.address is not None or (j.url is not None and not j.url.startswith("sqlite")):
+            issues.append((("journal",), "ha-policy replication copies the node's own SQLite journal (the default, "
+                                         "under data-directory); for a shared PostgreSQL store use shared-store"))
+        if rep.backup is not None:
+            name = rep.backup.cluster_name
+            ccs = self.cluster_connections
+            if name is None and len(ccs) != 1:
+                issues.append((("ha-policy", "replication", "backup", "cluster-name"),
+                               "name the cluster connection whose static-connectors list the lives to replicate"
+                               if ccs else "a backup finds its live through a cluster connection's "
+                                           "static-connectors: add one (cluster-connections)"))
+            elif name is not None and name not in ccs:
+                issues.append((("ha-policy", "replication", "backup", "cluster-name"),
+                               f"no cluster connection named {name!r}"))
+            else:
+                cc = ccs[name] if name is not None else next(iter(ccs.values()))
+                if not cc.static_connectors:
+                    issues.append((("ha-policy", "replication", "backup", "cluster-name"),
+                                   "the cluster connection needs static-connectors: the lives to replicate "
+                                   "(finding them through a discovery group is not built yet)"))
+        _raise_issues(issues)
+        return self
+
+    @property
+    def replication_lives(self) -> list[str]:
+        """A replication backup's candidate lives: its cluster connection's static connectors (host:port)."""
+        rep = self.ha_policy.replication
+        if rep is None or rep.backup is None:
+            return []
+        ccs = self.cluster_connections
+        cc = ccs[rep.backup.cluster_name] if rep.backup.cluster_name else next(iter(ccs.values()))
+        return [self.connectors[ref] for ref in cc.static_connectors or ()]
 
     @model_validator(mode="after")
     def _check_shared_store(self) -> BrokerConfig:
@@ -982,6 +1104,10 @@ class BrokerConfig(_Model):
             who = "that service accepts" if len(uses) == 1 else "those services accept"
             _raise_issues([(("cluster-password",), f"required when security-enabled is true and the node uses "
                                                    f"{' and '.join(uses)}: without it {who} any caller "
+                                                   "(docs/security.md, \"Cluster identity\")")])
+        if self.security_enabled and self.cluster_password is None and self.ha_policy.replication is not None:
+            _raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
+                                                   "ha-policy replication: a backup takes a copy of every message "
                                                    "(docs/security.md, \"Cluster identity\")")])
         if self.security_enabled and self.cluster_password is None and self.cluster_connections:
             # Links carry messages past users and security-settings: a secured

@@ -123,6 +123,7 @@ class SharedStoreLease:
         policy = config.ha_policy.shared_store
         assert policy is not None and config.journal.url is not None
         self.role = MASTER if policy.master is not None else SLAVE
+        self.passive_start = policy.slave is not None or not policy.master.wait_for_activation
         self.allow_failback = policy.slave.allow_failback if policy.slave is not None else False
         self.name = config.name
         # A new id each run: a restarted node is a new holder, never mistaken for the old one.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Sequence
 
 import grpc
 
@@ -114,14 +115,18 @@ def global_max_size(configured: int) -> int:
 
 
 LINK_METHOD = "/meshmq.v1.Cluster/Link"
+# Checked by the replication service itself: a backup presents the cluster credential, not a user's.
+REPLICATION_METHOD = "/meshmq.v1.Replication/Attach"
 
 
 class RouterNode:
     """One broker node: a Broker behind its acceptors."""
 
-    def __init__(self, config: BrokerConfig, journal: JournalAPI) -> None:
+    def __init__(self, config: BrokerConfig, journal: JournalAPI, services: Sequence = ()) -> None:
         self.config = config
         self.journal = journal
+        # More gRPC services on the acceptors: (servicer, its ServiceDescriptor) — the replication stream.
+        self._services = tuple(services)
         self.broker = Broker(
             name=config.name,
             journal=journal,
@@ -146,7 +151,7 @@ class RouterNode:
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
         # With security on, a caller without a valid user is refused before any method runs.
-        checks = [UserCheck(auth.identify, service=f"router {self.config.name}", own_check=(LINK_METHOD,))
+        checks = [UserCheck(auth.identify, service=f"router {self.config.name}", own_check=(LINK_METHOD, REPLICATION_METHOD))
                   ] if auth.enabled else []
         self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME), interceptors=checks)
         authorizer = Authorizer.from_config(self.config)
@@ -172,6 +177,8 @@ class RouterNode:
                                      security_enabled=self.config.security_enabled,
                                      linked_from=self.cluster.linked_from)
         add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])
+        for servicer, descriptor in self._services:
+            add_servicer(self.server, servicer, descriptor)
         for acc in self.config.acceptors:
             self.endpoints.append(bind_listener(self.server, acc, f"acceptor {acc.name!r}"))
         await self.server.start()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from meshmq.activation import FAILED_BACK, LEASE_LOST, Activation
 from meshmq.config.models import BrokerConfig
@@ -29,6 +29,7 @@ log = logging.getLogger("meshmq")
 async def run_router(
     config: BrokerConfig, journal: JournalAPI, *, ready_file: str | None = None,
     on_ready: Callable[[dict], None] | None = None, activation: Activation | None = None,
+    services: Sequence = (),
 ) -> str | None:
     """Serve until a signal, a halt, or (with an HA policy) until the store must
     be given up. Returns FAILED_BACK when an active backup stopped for its
@@ -42,9 +43,8 @@ async def run_router(
         # The active node listens where the passive one did (a port 0 is picked once).
         config = config.model_copy(update={"acceptors": [
             acc.model_copy(update={"port": int(ep.rpartition(":")[2])}) for acc, ep in zip(config.acceptors, endpoints)]})
-        policy = config.ha_policy.shared_store
-        if policy is not None and (policy.slave is not None or not policy.master.wait_for_activation):
-            # Started as far as a passive node goes: it waits for the store (wait-for-activation false, or a backup).
+        if activation.passive_start:
+            # Started as far as a passive node goes: a backup, or a live with wait-for-activation false.
             report_ready(_passive_info(config, activation, endpoints), ready_file, on_ready)
         activation.listening_at(endpoints[0])
         acquiring = asyncio.create_task(activation.acquire())
@@ -57,7 +57,7 @@ async def run_router(
             await journal.close()
             return None
         min_epoch = acquiring.result()
-    node = RouterNode(config, journal)
+    node = RouterNode(config, journal, services)
     try:
         await node.start(min_epoch)
     except BaseException:

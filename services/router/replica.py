@@ -1,0 +1,183 @@
+"""Replication by streamed writes, the backup's side (ha-policy replication backup).
+
+A backup serves nothing. It attaches to a live (its cluster connection's
+static connectors, in order), installs the copy of the live's store the live
+sends as its own SQLite journal (the one it had is kept as
+`oldreplica.N`, at most `max-saved-replicated-journals-size` of them), then
+applies every write the live streams, in order, and acknowledges each once
+it is committed: the live confirms nothing the backup does not have.
+
+When the stream ends, the backup asks the quorum to let it take over
+(`try_activate`): that succeeds only once the live's lock has lapsed, if the
+live had marked this backup in sync and nothing was activated since. Until
+then it tries the lives again. A backup whose copy is not complete never
+activates on its own data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+
+from meshmq.config import defaults
+from meshmq.config.models import BrokerConfig
+from meshmq.v1 import journal_pb2 as jpb
+from meshmq.v1 import replication_pb2 as rpb
+from meshmq.v1 import replication_pb2_grpc as rgrpc
+
+from .cluster.link_identity import link_identity
+
+log = logging.getLogger("meshmq.ha")
+
+
+class ReplicaRunner:
+    def __init__(self, config: BrokerConfig, *, instance_id: str, connector: Callable[[], str], ack_timeout_s: float,
+                 try_activate: Callable[[str, str, int], Awaitable[int | None]],
+                 open_store: Callable[[Path, str], object]) -> None:
+        """`open_store(path, node_id)`: the journal store on the installed copy, applying
+        writes and checkpointing its WAL (services/embedded.py gives the journal's)."""
+        backup = config.ha_policy.replication.backup
+        self.config = config
+        self.instance_id = instance_id
+        self._group = backup.group_name or ""
+        self._keep = backup.max_saved_replicated_journals_size
+        self._lives = config.replication_lives
+        self._identity = link_identity(config)
+        self._connector = connector
+        self._ack_timeout = ack_timeout_s
+        self._try_activate = try_activate
+        self._open_store = open_store
+        self._path = config.data_directory / defaults.JOURNAL_SQLITE_FILE
+        # The live being replicated, and the copy: (coordination id, epoch) once installed.
+        self.live = ""
+        self._copy: tuple[str, int] | None = None
+
+    async def run(self) -> int:
+        """Replicate until this backup may take over; the epoch floor it activates at."""
+        retry = min(1.0, self._ack_timeout)
+        while True:
+            for endpoint in self._lives:
+                await self._replicate_from(endpoint)
+                floor = await self._take_over()
+                if floor is not None:
+                    return floor
+            await asyncio.sleep(retry)
+
+    async def _take_over(self) -> int | None:
+        if self._copy is None:
+            return None
+        coordination_id, epoch = self._copy
+        try:
+            floor = await self._try_activate(coordination_id, self.instance_id, epoch)
+        except Exception as exc:
+            log.warning("replication: cannot ask the quorum whether to take over (%s)", exc)
+            return None
+        if floor is not None:
+            log.info("replication: taking over from %s at epoch %d", self.live or "the live", floor)
+        return floor
+
+    async def _replicate_from(self, endpoint: str) -> None:
+        channel = self._identity.open(endpoint)
+        try:
+            call = rgrpc.ReplicationStub(channel).Attach(metadata=self._identity.metadata)
+            await call.write(rpb.ReplicaMessage(hello=rpb.ReplicaHello(
+                node_name=self.config.name, instance_id=self.instance_id, group_name=self._group,
+                connector=self._connector())))
+            first = await asyncio.wait_for(call.read(), self._ack_timeout * 4)
+            if first is grpc.aio.EOF or first.WhichOneof("kind") != "welcome":
+                return
+            welcome = first.welcome
+            self.live = endpoint
+            log.info("replication: attached to %s (node %s); copying its store", endpoint, welcome.node_id)
+            await self._follow(call, welcome)
+        except grpc.aio.AioRpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                log.warning("replication: %s refused this backup: %s", endpoint, exc.details())
+
+        except (TimeoutError, asyncio.TimeoutError):
+            log.warning("replication: %s went silent", endpoint)
+        except Exception as exc:
+            log.warning("replication: the stream from %s broke: %s", endpoint, exc)
+        finally:
+            await channel.close()
+
+    async def _follow(self, call, welcome: rpb.PrimaryWelcome) -> None:
+        chunks: list[bytes] = []
+        store = None
+        pending: asyncio.Queue[rpb.ReplicatedAppend] = asyncio.Queue()
+        applier: asyncio.Task | None = None
+        try:
+            while True:
+                msg = await asyncio.wait_for(call.read(), self._ack_timeout)
+                if msg is grpc.aio.EOF:
+                    log.warning("replication: the live closed the stream")
+                    return
+                kind = msg.WhichOneof("kind")
+                if kind == "snapshot":
+                    chunks.append(msg.snapshot.data)
+                    if msg.snapshot.last:
+                        store = await asyncio.to_thread(self._install, b"".join(chunks), welcome.node_id)
+                        chunks = []
+                        self._copy = (welcome.coordination_id, msg.snapshot.epoch)
+                        await call.write(rpb.ReplicaMessage(ack=rpb.ReplicaAck(sequence=0)))
+                        log.info("replication: copy installed (epoch %d); following the live's writes",
+                                 msg.snapshot.epoch)
+                        applier = asyncio.create_task(self._apply(store, pending, call))
+                elif kind == "append":
+                    pending.put_nowait(msg.append)
+                if applier is not None and applier.done():
+                    applier.result()  # a write that could not be applied ends the stream
+        finally:
+            if applier is not None:
+                applier.cancel()
+            if store is not None:
+                await asyncio.to_thread(store.close)
+
+    async def _apply(self, store, pending: asyncio.Queue, call) -> None:
+        """Apply the streamed writes in order, as many as have arrived in one
+        transaction, and acknowledge them once committed."""
+        while True:
+            batch = [await pending.get()]
+            while not pending.empty():
+                batch.append(pending.get_nowait())
+            responses = await asyncio.to_thread(store.apply, [a.request for a in batch])
+            refused = [r for r in responses if not r.ok]
+            if refused:
+                self._copy = None  # a copy that missed a write must never serve
+                raise RuntimeError(f"a replicated write was refused ({refused[0].reason}: {refused[0].message}); "
+                                   "the copy is dropped and taken again")
+            await call.write(rpb.ReplicaMessage(ack=rpb.ReplicaAck(sequence=batch[-1].sequence)))
+
+    def _install(self, data: bytes, node_id: str):
+        """The copy becomes this node's journal; the former one is kept as oldreplica.N."""
+        self._save_former()
+        tmp = self._path.with_suffix(".copy")
+        tmp.write_bytes(data)
+        tmp.replace(self._path)
+        return self._open_store(self._path, node_id)
+
+    def _save_former(self) -> None:
+        files = [p for p in (self._path, self._path.with_name(self._path.name + "-wal"),
+                             self._path.with_name(self._path.name + "-shm")) if p.exists()]
+        if not files:
+            return
+        directory = self._path.parent
+        numbers = sorted(int(p.name.split(".")[1]) for p in directory.glob("oldreplica.*")
+                         if p.name.split(".")[1].isdigit())
+        if self._keep != 0:
+            target = directory / f"oldreplica.{(numbers[-1] + 1) if numbers else 1}"
+            target.mkdir()
+            for f in files:
+                shutil.move(str(f), target / f.name)
+            numbers.append(int(target.name.split(".")[1]))
+        else:
+            for f in files:
+                f.unlink()
+        if self._keep >= 0:
+            for n in numbers[:max(0, len(numbers) - self._keep)]:
+                shutil.rmtree(directory / f"oldreplica.{n}", ignore_errors=True)

@@ -1,0 +1,305 @@
+"""Replication by streamed writes, the live's side (ha-policy replication primary).
+
+`ReplicatingJournal` stands between the router and its journal (it is the
+`JournalAPI` the router is given) and serves `Replication.Attach` to one
+backup at a time:
+
+1. The backup says hello. The live holds new writes back, waits for the ones
+   in flight to commit, copies its SQLite store as it is then (one read of the
+   file, bounded by `initial-replication-sync-timeout`) and lets the writes
+   go again: the copy is exactly the writes before the pause, and every write
+   after it is streamed, numbered, in order.
+2. From the copy on, a write is confirmed to the router (and so to a
+   producer) only once the local commit is done *and* the backup has
+   acknowledged it: the backup has it on disk. Once the backup has
+   acknowledged the copy, the live marks it in sync in the quorum (etcd):
+   from then on it may take over.
+3. When the backup goes (stream closed, or no acknowledgement for a write
+   within the ack timeout), the live first unmarks it in the quorum — and
+   halts if it cannot, because then it is not the live any more — and only
+   then confirms the writes the backup never acknowledged.
+
+The journal's store is the node's own SQLite file (checked at config load).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+
+from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.journal_client import JournalAPI
+from meshmq.transport import has_cluster_credential
+from meshmq.v1 import journal_pb2 as jpb
+from meshmq.v1 import replication_pb2 as rpb
+from meshmq.v1 import replication_pb2_grpc as rgrpc
+
+log = logging.getLogger("meshmq.ha")
+
+SNAPSHOT_CHUNK = 1 << 20
+
+
+class _Replica:
+    """The attached backup: what was sent to it and not acknowledged yet."""
+
+    def __init__(self, hello: rpb.ReplicaHello) -> None:
+        self.hello = hello
+        self.out: asyncio.Queue[rpb.PrimaryMessage | None] = asyncio.Queue()
+        self.sequence = 0  # the last write sent
+        self.waiting: dict[int, asyncio.Future[bool]] = {}  # sequence -> acknowledged (True) or lost (False)
+        self.in_sync = False
+        self.lost = False
+
+    def send(self, req: jpb.AppendRequest) -> asyncio.Future[bool]:
+        self.sequence += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting[self.sequence] = fut
+        self.out.put_nowait(rpb.PrimaryMessage(append=rpb.ReplicatedAppend(sequence=self.sequence, request=req)))
+        return fut
+
+    def acknowledged(self, sequence: int) -> None:
+        for seq in [s for s in self.waiting if s <= sequence]:
+            fut = self.waiting.pop(seq)
+            if not fut.done():
+                fut.set_result(True)
+
+    def drop(self) -> None:
+        self.lost = True
+        for fut in self.waiting.values():
+            if not fut.done():
+                fut.set_result(False)
+        self.waiting.clear()
+        self.out.put_nowait(None)
+
+
+class ReplicatingJournal(rgrpc.ReplicationServicer):
+    def __init__(self, inner: JournalAPI, sqlite_path: Path, *, node_name: str, group_name: str | None,
+                 cluster_user: str, cluster_password: str | None, security_enabled: bool,
+                 sync_timeout_ms: int, ack_timeout_s: float,
+                 mark_in_sync: Callable[[str], Awaitable[bool]], forget_replica: Callable[[], Awaitable[bool]],
+                 coordination_id: Callable[[], str], on_fenced: Callable[[str], None]) -> None:
+        self.inner = inner
+        self.description = inner.description
+        self._path = sqlite_path
+        self._node_name = node_name
+        self._group = group_name or ""
+        self._user, self._password = cluster_user, cluster_password
+        # A copy of the store holds every message: with security on, only the cluster may take one.
+        self._closed = security_enabled and cluster_password is None
+        self._sync_timeout = sync_timeout_ms / 1000
+        self._ack_timeout = ack_timeout_s
+        self._mark_in_sync = mark_in_sync
+        self._forget_replica = forget_replica
+        self._coordination_id = coordination_id
+        self._on_fenced = on_fenced
+        self.node_id = ""
+        self._replica: _Replica | None = None
+        self._paused: list[tuple[jpb.AppendRequest, asyncio.Future]] | None = None
+        self._in_flight: set[asyncio.Future] = set()
+        self._forgetting: asyncio.Task | None = None
+        # Where the in-sync backup will serve ("" = none): the live names it to clients.
+        self.backup_connector = ""
+        self.backup_changed = asyncio.Event()
+
+    # ------------------------------------------------------------ JournalAPI
+
+    async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
+        resp = await self.inner.open(req)
+        self.node_id = resp.node_id
+        return resp
+
+    async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
+        return await self.inner.activate(req)
+
+    def load(self, req: jpb.LoadRequest):
+        return self.inner.load(req)
+
+    async def read_large(self, req):
+        return await self.inner.read_large(req)
+
+    async def read_page(self, req):
+        return await self.inner.read_page(req)
+
+    async def close(self) -> None:
+        if self._replica is not None:
+            self._replica.drop()
+        await self.inner.close()
+
+    def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
+        out: asyncio.Future[jpb.AppendResponse] = asyncio.get_running_loop().create_future()
+        if self._paused is not None:  # a copy for a backup is being taken: after it
+            self._paused.append((req, out))
+        else:
+            self._submit(req, out)
+        return out
+
+    def _submit(self, req: jpb.AppendRequest, out: asyncio.Future) -> None:
+        local = self.inner.append(req)
+        self._in_flight.add(local)
+        local.add_done_callback(self._in_flight.discard)
+        replica = self._replica
+        acked = replica.send(req) if replica is not None and not replica.lost else None
+        asyncio.ensure_future(self._complete(local, acked, out))
+
+    async def _complete(self, local: asyncio.Future, acked: asyncio.Future[bool] | None,
+                        out: asyncio.Future) -> None:
+        resp = await local
+        if resp.ok:
+            # Confirmed only if the backup has it, or once the backup it went
+            # without is unmarked in the quorum (so that it never takes over
+            # without this write); not the live any more, nothing is confirmed.
+            have = await acked if acked is not None else None
+            if have is not True and self._forgetting is not None and not await asyncio.shield(self._forgetting):
+                resp = jpb.AppendResponse(request_id=resp.request_id, ok=False, reason=Reason.FENCED.value,
+                                          message="this node is not the live any more: its quorum lock is gone")
+        if not out.done():
+            out.set_result(resp)
+
+
+    async def _forget(self) -> bool:
+        try:
+            ok = await self._forget_replica()
+        except Exception as exc:
+            log.error("replication: could not unmark the backup in the quorum (%s); stopping", exc)
+            ok = False
+        if not ok:
+            self._on_fenced("the quorum lock is gone: another node may be the live")
+        return ok
+
+    # ------------------------------------------------------------ the backup's stream
+
+    async def Attach(self, request_iterator, context: grpc.aio.ServicerContext):
+        metadata = dict(context.invocation_metadata() or ())
+        if self._closed or (self._password is not None
+                            and not has_cluster_credential(metadata, self._user, self._password)):
+            await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"node {self._node_name} refused a "
+                                                  "backup: wrong or missing cluster credential"))
+            return
+        it = request_iterator.__aiter__()
+        try:
+            first = await it.__anext__()
+        except StopAsyncIteration:
+            return
+        if first.WhichOneof("kind") != "hello":
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup starts with hello"))
+            return
+        hello = first.hello
+        if self._group and hello.group_name != self._group:
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, f"node {self._node_name} is in group "
+                                                  f"{self._group!r}, the backup in {hello.group_name!r}"))
+            return
+        if self._replica is not None and not self._replica.lost:
+            await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} has a backup "
+                                                  f"({self._replica.hello.node_name})"))
+            return
+        if self._forgetting is not None and not await asyncio.shield(self._forgetting):
+            await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} is not the live "
+                                                  "any more"))
+            return
+        # The former backup is unmarked (or there was none): writes wait for the new one only.
+        self._forgetting = None
+        replica = _Replica(hello)
+        await context.write(rpb.PrimaryMessage(welcome=rpb.PrimaryWelcome(
+            node_id=self.node_id, node_name=self._node_name, coordination_id=self._coordination_id())))
+        try:
+            snapshot, epoch = await self._copy(replica)
+        except (TimeoutError, asyncio.TimeoutError):
+            log.error("replication: copying the store for %s took longer than initial-replication-sync-timeout "
+                      "(%.0f s); the backup is not attached", hello.node_name, self._sync_timeout)
+            await abort_with(context, BrokerError(Reason.NOT_ACTIVE, "the copy took longer than "
+                                                  "initial-replication-sync-timeout"))
+            return
+        log.info("replication: %s attached; copied the store (%d bytes, epoch %d)", hello.node_name,
+                 len(snapshot), epoch)
+        reader = asyncio.create_task(self._read_acks(it, replica))
+        try:
+            for i in range(0, max(len(snapshot), 1), SNAPSHOT_CHUNK):
+                last = i + SNAPSHOT_CHUNK >= len(snapshot)
+                await context.write(rpb.PrimaryMessage(snapshot=rpb.SnapshotChunk(
+                    data=snapshot[i:i + SNAPSHOT_CHUNK], last=last, epoch=epoch if last else 0)))
+            del snapshot
+            while True:
+                try:
+                    msg = await asyncio.wait_for(replica.out.get(), self._ack_timeout / 2)
+                except (TimeoutError, asyncio.TimeoutError):
+                    msg = rpb.PrimaryMessage(ping=rpb.ReplicationPing())
+                if msg is None:
+                    break
+                await context.write(msg)
+        except Exception as exc:
+            log.warning("replication: the stream to %s broke: %s", hello.node_name, exc)
+        finally:
+            reader.cancel()
+            self._lose(replica, "its stream ended")
+
+    async def _copy(self, replica: _Replica) -> tuple[bytes, int]:
+        """The store as it is between two writes; writes after it go to `replica`."""
+        self._paused = []
+        try:
+            if self._in_flight:
+                await asyncio.wait_for(asyncio.gather(*self._in_flight, return_exceptions=True), self._sync_timeout)
+            snapshot, epoch = await asyncio.wait_for(asyncio.to_thread(_read_store, self._path), self._sync_timeout)
+            self._replica = replica
+        finally:
+            paused, self._paused = self._paused, None
+            for req, out in paused:
+                self._submit(req, out)
+        return snapshot, epoch
+
+    async def _read_acks(self, it, replica: _Replica) -> None:
+        try:
+            while True:
+                try:
+                    msg = await asyncio.wait_for(it.__anext__(), self._ack_timeout)
+                except (TimeoutError, asyncio.TimeoutError):
+                    if replica.waiting:
+                        self._lose(replica, f"no acknowledgement for {self._ack_timeout:.1f} s")
+                        return
+                    continue
+                if msg.WhichOneof("kind") != "ack":
+                    continue
+                if msg.ack.sequence == 0 and not replica.in_sync:
+                    replica.in_sync = await self._mark_in_sync(replica.hello.instance_id)
+                    if not replica.in_sync:
+                        self._on_fenced("the quorum lock is gone: another node may be the live")
+                        self._lose(replica, "this node is not the live any more")
+                        return
+                    log.info("replication: %s is in sync (it may take over from now on)", replica.hello.node_name)
+                    self.backup_connector = replica.hello.connector
+                    self.backup_changed.set()
+                replica.acknowledged(msg.ack.sequence)
+        except StopAsyncIteration:
+            self._lose(replica, "it closed its stream")
+        except Exception as exc:
+            self._lose(replica, f"its stream broke ({exc})")
+
+    def _lose(self, replica: _Replica, why: str) -> None:
+        if replica.lost:
+            return
+        log.warning("replication: backup %s lost: %s; this node goes on alone", replica.hello.node_name, why)
+        replica.drop()
+        if self._replica is replica:
+            self._replica = None
+        if replica.in_sync:
+            self.backup_connector = ""
+            self.backup_changed.set()
+            # Every write from now on waits for this before it is confirmed (_complete).
+            self._forgetting = asyncio.ensure_future(self._forget())
+
+
+def _read_store(path: Path) -> tuple[bytes, int]:
+    """The whole SQLite store as one consistent copy (its epoch with it)."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        con.execute("BEGIN")
+        (epoch,) = con.execute("SELECT value FROM node_state WHERE key = 'epoch'").fetchone()
+        data = con.serialize()
+        con.execute("COMMIT")
+        return data, int(epoch)
+    finally:
+        con.close()

@@ -1,0 +1,126 @@
+"""Replication by streamed writes with pluggable quorum on etcd (issue 12):
+a primary streams every write to its backup and confirms only what the backup
+has; the backup takes over when the primary goes, with every confirmed
+message; a primary cut off cannot confirm anything once its backup took over.
+Real router processes (each with its own SQLite journal) and a real etcd."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from meshmq.client import connect
+from tests.fixtures.nodes import Nodes, eventually, free_port
+
+from .test_shared_store import QUEUE, answers, drain, log_has, node_info, send
+
+pytestmark = pytest.mark.integration
+
+# A short quorum session so that a takeover takes about two seconds.
+MANAGER = "manager: {{properties: {{connect-string: '{etcd}', session-ms: 2000, session-percent: 25, namespace: {ns}}}}}"
+
+
+def pair(nodes: Nodes, etcd, ns: str = "t") -> tuple:
+    """A primary and its backup (started in that order), each on a port picked now."""
+    ports = {"primary": free_port(), "backup": free_port()}
+    manager = MANAGER.format(etcd=etcd.endpoint, ns=ns)
+    common = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
+    primary = nodes.router("primary", extra=(
+        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['primary']}}}\n"
+        f"ha-policy:\n  replication:\n    primary: {{{manager}}}\n" + common))
+    backup = nodes.router("backup", extra=(
+        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['backup']}}}\n"
+        f"connectors: {{primary: '127.0.0.1:{ports['primary']}'}}\n"
+        "cluster-connections: {ha: {static-connectors: [primary]}}\n"
+        f"ha-policy:\n  replication:\n    backup: {{{manager}}}\n" + common))
+    return primary, backup
+
+
+IN_SYNC = "replication: backup is in sync"
+
+
+def syncs(primary) -> int:
+    """How many times a backup became in sync with `primary` (its log spans its restarts)."""
+    return primary.log_path.read_text().count(IN_SYNC)
+
+
+async def in_sync(primary, backup, after: int = 0) -> None:
+    """Until the backup is in sync for the (after + 1)th time."""
+    await eventually(lambda: syncs(primary) > after, 20, "the backup to be in sync")
+
+
+async def test_kill_9_of_the_primary_the_backup_takes_over_with_every_confirmed_message(nodes, etcd):
+    primary, backup = pair(nodes, etcd)
+    await send(primary, 0, 100)  # before the backup's copy...
+    await in_sync(primary, backup)
+    await send(primary, 100, 200)  # ...and streamed after it
+    assert not await answers(backup)
+    node_id = primary.info["node_id"]
+    await asyncio.to_thread(primary.kill9)
+    await eventually(lambda: answers(backup), 30, "the backup to take over")
+    info = await node_info(backup)
+    assert (info.node_id, info.ha_policy) == (node_id, "replication backup")
+    assert info.epoch > primary.info["epoch"]
+    assert await drain(backup, 300) == list(range(300))
+    assert log_has(backup, "taking over from")
+
+
+async def test_a_frozen_primary_resumed_after_the_takeover_confirms_nothing_and_halts(nodes, etcd):
+    primary, backup = pair(nodes, etcd)
+    await send(primary, 0, 10)
+    await in_sync(primary, backup)
+    conn = await connect(primary.url)
+    try:
+        producer = await (await conn.session()).create_producer(QUEUE)
+        os.kill(primary.proc.pid, signal.SIGSTOP)
+        try:
+            await eventually(lambda: answers(backup), 30, "the backup to take over from the frozen primary")
+            late = asyncio.ensure_future(producer.send(b"late", properties={"n": 99}))
+            await asyncio.sleep(0.2)
+        finally:
+            os.kill(primary.proc.pid, signal.SIGCONT)
+        with pytest.raises(Exception):
+            await asyncio.wait_for(late, 30)  # never confirmed
+    finally:
+        await conn.close()
+    assert await asyncio.to_thread(primary.proc.wait, 30) == 3
+    assert await drain(backup, 11) == list(range(10))
+
+
+async def test_without_its_backup_the_primary_goes_on_alone_and_the_stale_copy_never_serves(nodes, etcd):
+    primary, backup = pair(nodes, etcd)
+    await send(primary, 0, 10)
+    await in_sync(primary, backup)
+    await asyncio.to_thread(backup.kill9)
+    await send(primary, 10, 10)  # confirmed without a backup: it was unmarked in the quorum first
+    await eventually(lambda: log_has(primary, "backup backup lost"), 10, "the primary to notice")
+    # The backup restarts and copies the store again; its old copy was never eligible.
+    before = syncs(primary)
+    await asyncio.to_thread(backup.start)
+    await in_sync(primary, backup, after=before)
+    await asyncio.to_thread(primary.kill9)
+    await eventually(lambda: answers(backup), 30, "the backup to take over with its fresh copy")
+    assert await drain(backup, 20) == list(range(20))
+
+
+async def test_a_backup_whose_live_is_gone_before_it_had_a_copy_never_serves_its_own_data(nodes, etcd):
+    primary, backup = pair(nodes, etcd)
+    await send(primary, 0, 10)
+    await in_sync(primary, backup)
+    await asyncio.to_thread(backup.kill9)
+    await send(primary, 10, 10)  # the backup's copy on disk misses these
+    await asyncio.to_thread(primary.kill9)
+    await asyncio.to_thread(backup.start)  # a new run: it has no copy it may serve
+    # The quorum session is 2 s: well past it, the backup still waits for a live to copy.
+    await asyncio.sleep(4)
+    assert not await answers(backup) and not log_has(backup, "taking over")
+    # The primary comes back (its journal is the newest), the backup copies it, and can take over again.
+    before = syncs(primary)
+    await asyncio.to_thread(primary.start)
+    await in_sync(primary, backup, after=before)
+    await asyncio.to_thread(primary.kill9)
+    await eventually(lambda: answers(backup), 30, "the backup to take over")
+    assert await drain(backup, 20) == list(range(20))
