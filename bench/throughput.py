@@ -59,14 +59,14 @@ from meshmq.client.uri import ClientOptions  # noqa: E402
 
 
 def start_node(workdir: Path, sync: bool, extra_config: str = "", acceptor: str = "",
-               journal: str = "") -> tuple[subprocess.Popen, str]:
+               journal: str = "", port: int = 0) -> tuple[subprocess.Popen, str]:
     """A fresh node on a free port (SQLite under `workdir`); `extra_config` is
     more node YAML, `acceptor` more keys of its acceptor (TLS), `journal` more
-    lines of its journal section (a url)."""
+    lines of its journal section (a url); `port` 0 picks one."""
     cfg = workdir / "node.yaml"
     cfg.write_text(
         f"name: bench\ndata-directory: {workdir / 'data'}\n"
-        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: 0{acceptor}}}\n"
+        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}{acceptor}}}\n"
         f"journal:\n  sync: {'true' if sync else 'false'}\n{journal}" + extra_config
     )
     ready = workdir / "ready.json"

@@ -109,7 +109,7 @@ class ReplicaRunner:
     async def _follow(self, call, welcome: rpb.PrimaryWelcome) -> None:
         chunks: list[bytes] = []
         store = None
-        pending: asyncio.Queue[rpb.ReplicatedAppend] = asyncio.Queue()
+        pending: asyncio.Queue[rpb.ReplicatedAppend | None] = asyncio.Queue()
         applier: asyncio.Task | None = None
         try:
             while True:
@@ -134,7 +134,12 @@ class ReplicaRunner:
                     applier.result()  # a write that could not be applied ends the stream
         finally:
             if applier is not None:
-                applier.cancel()
+                # Let the write being applied finish (a thread cannot be cancelled) before the store closes.
+                pending.put_nowait(None)
+                try:
+                    await applier
+                except Exception:
+                    pass
             if store is not None:
                 await asyncio.to_thread(store.close)
 
@@ -142,9 +147,16 @@ class ReplicaRunner:
         """Apply the streamed writes in order, as many as have arrived in one
         transaction, and acknowledge them once committed."""
         while True:
-            batch = [await pending.get()]
+            first = await pending.get()
+            if first is None:  # the stream ended
+                return
+            batch = [first]
             while not pending.empty():
-                batch.append(pending.get_nowait())
+                nxt = pending.get_nowait()
+                if nxt is None:
+                    pending.put_nowait(None)
+                    break
+                batch.append(nxt)
             responses = await asyncio.to_thread(store.apply, [a.request for a in batch])
             refused = [r for r in responses if not r.ok]
             if refused:

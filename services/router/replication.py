@@ -102,6 +102,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._paused: list[tuple[jpb.AppendRequest, asyncio.Future]] | None = None
         self._in_flight: set[asyncio.Future] = set()
         self._forgetting: asyncio.Task | None = None
+        self._attaching = False  # a backup's copy is being taken: another backup waits its turn
         # Where the in-sync backup will serve ("" = none): the live names it to clients.
         self.backup_connector = ""
         self.backup_changed = asyncio.Event()
@@ -193,20 +194,21 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST, f"node {self._node_name} is in group "
                                                   f"{self._group!r}, the backup in {hello.group_name!r}"))
             return
-        if self._replica is not None and not self._replica.lost:
+        if self._attaching or (self._replica is not None and not self._replica.lost):
             await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} has a backup "
                                                   f"({self._replica.hello.node_name})"))
             return
-        if self._forgetting is not None and not await asyncio.shield(self._forgetting):
-            await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} is not the live "
-                                                  "any more"))
-            return
-        # The former backup is unmarked (or there was none): writes wait for the new one only.
-        self._forgetting = None
-        replica = _Replica(hello)
-        await context.write(rpb.PrimaryMessage(welcome=rpb.PrimaryWelcome(
-            node_id=self.node_id, node_name=self._node_name, coordination_id=self._coordination_id())))
+        self._attaching = True  # until the copy is taken: a second backup is refused meanwhile
         try:
+            if self._forgetting is not None and not await asyncio.shield(self._forgetting):
+                await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} is not the "
+                                                      "live any more"))
+                return
+            # The former backup is unmarked (or there was none): writes wait for the new one only.
+            self._forgetting = None
+            replica = _Replica(hello)
+            await context.write(rpb.PrimaryMessage(welcome=rpb.PrimaryWelcome(
+                node_id=self.node_id, node_name=self._node_name, coordination_id=self._coordination_id())))
             snapshot, epoch = await self._copy(replica)
         except (TimeoutError, asyncio.TimeoutError):
             log.error("replication: copying the store for %s took longer than initial-replication-sync-timeout "
@@ -214,6 +216,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             await abort_with(context, BrokerError(Reason.NOT_ACTIVE, "the copy took longer than "
                                                   "initial-replication-sync-timeout"))
             return
+        finally:
+            self._attaching = False
         log.info("replication: %s attached; copied the store (%d bytes, epoch %d)", hello.node_name,
                  len(snapshot), epoch)
         reader = asyncio.create_task(self._read_acks(it, replica))

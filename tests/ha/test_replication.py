@@ -101,6 +101,8 @@ async def test_without_its_backup_the_primary_goes_on_alone_and_the_stale_copy_n
     before = syncs(primary)
     await asyncio.to_thread(backup.start)
     await in_sync(primary, backup, after=before)
+    # The copy it had is kept aside (max-saved-replicated-journals-size 2), not served.
+    assert (nodes.tmp / "backup-data" / "oldreplica.1" / "journal.db").is_file()
     await asyncio.to_thread(primary.kill9)
     await eventually(lambda: answers(backup), 30, "the backup to take over with its fresh copy")
     assert await drain(backup, 20) == list(range(20))

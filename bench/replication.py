@@ -1,0 +1,115 @@
+"""What replication costs, and how long a takeover takes (ha-policy replication).
+
+In one run, alternating: a node alone, and a primary with a replicating
+backup (pluggable quorum on an etcd this script starts); each gets a
+producer and a consumer in this process (bench/throughput.py's client, 1 KB
+durable messages), and prints msg/s and confirm p50/p99. Then, for the
+replicating pair, kill -9 of the primary and the time until its backup
+serves. Prints one JSON line per run and a table with the ratios.
+
+    .venv/bin/python bench/replication.py [--count 50000] [--repeat 2] [--session-ms 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.failover import free_port, serves  # noqa: E402
+from bench.throughput import run, start_node  # noqa: E402
+from meshmq.launcher.etcd import EtcdServer  # noqa: E402
+
+
+def pair(workdir: Path, etcd: str, session_ms: int):
+    ports = {"primary": free_port(), "backup": free_port()}
+    manager = (f"manager: {{properties: {{connect-string: '{etcd}', session-ms: {session_ms}, "
+               f"session-percent: 25, namespace: bench}}}}")
+    primary_dir, backup_dir = workdir / "primary", workdir / "backup"
+    primary_dir.mkdir()
+    backup_dir.mkdir()
+    primary, url = start_node(primary_dir, sync=True, acceptor="", extra_config=(
+        f"ha-policy:\n  replication:\n    primary: {{{manager}}}\n"), port=ports["primary"])
+    backup, _ = start_node(backup_dir, sync=True, extra_config=(
+        f"connectors: {{primary: '127.0.0.1:{ports['primary']}'}}\n"
+        "cluster-connections: {ha: {static-connectors: [primary]}}\n"
+        f"ha-policy:\n  replication:\n    backup: {{{manager}}}\n"), port=ports["backup"])
+    log = primary_dir / "node.log"
+    deadline = time.monotonic() + 30
+    while "is in sync" not in log.read_text():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the backup did not get in sync; see {log}")
+        time.sleep(0.05)
+    return primary, backup, url, f"127.0.0.1:{ports['backup']}"
+
+
+async def takeover(primary, backup_endpoint: str) -> float:
+    killed = time.monotonic()
+    os.kill(primary.pid, signal.SIGKILL)
+    primary.wait()
+    while not await serves(backup_endpoint):
+        if time.monotonic() - killed > 60:
+            raise SystemExit("the backup did not take over")
+        await asyncio.sleep(0.01)
+    return time.monotonic() - killed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--session-ms", type=int, default=2000, help="the quorum lease (takeover time follows it)")
+    args = ap.parse_args()
+    print(f"# machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
+    etcd = EtcdServer(Path(tempfile.mkdtemp(prefix="meshmq-bench-etcd-"))).start()
+    rows: dict[str, list[dict]] = {"single": [], "replicated": []}
+    try:
+        for _ in range(args.repeat):
+            for kind in ("single", "replicated"):
+                with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
+                    procs = []
+                    try:
+                        if kind == "single":
+                            proc, url = start_node(Path(tmp), sync=True)
+                            procs = [proc]
+                        else:
+                            primary, backup, url, backup_ep = pair(Path(tmp), etcd.endpoint, args.session_ms)
+                            procs = [primary, backup]
+                        result = asyncio.run(run(url, args.count, 1024, "durable"))
+                        result["kind"] = kind
+                        if kind == "replicated":
+                            result["takeover_s"] = round(asyncio.run(takeover(procs[0], backup_ep)), 3)
+                        print(json.dumps(result), flush=True)
+                        rows[kind].append(result)
+                    finally:
+                        for p in procs:
+                            if p.poll() is None:
+                                p.terminate()
+                                p.wait(30)
+    finally:
+        etcd.stop()
+    print(f"\n{'':<12} {'msg/s':>9} {'confirm p50':>12} {'confirm p99':>12}")
+    med = {}
+    for kind, rs in rows.items():
+        med[kind] = {k: statistics.median(r[k] for r in rs) for k in ("msg_per_s", "confirm_p50_ms", "confirm_p99_ms")}
+        m = med[kind]
+        print(f"{kind:<12} {m['msg_per_s']:>9,.0f} {m['confirm_p50_ms']:>9.1f} ms {m['confirm_p99_ms']:>9.1f} ms")
+    s, r = med["single"], med["replicated"]
+    print(f"replicated / single: throughput {r['msg_per_s'] / s['msg_per_s']:.2f}x, "
+          f"p99 confirm {r['confirm_p99_ms'] / s['confirm_p99_ms']:.2f}x")
+    print(f"takeover (kill -9 -> backup serving, session-ms {args.session_ms}): "
+          + ", ".join(f"{x['takeover_s']:.2f} s" for x in rows["replicated"]))
+
+
+if __name__ == "__main__":
+    main()
