@@ -93,12 +93,13 @@ class ReplicaRunner:
                 return
             welcome = first.welcome
             self.live = endpoint
+            # A new copy begins: the live unmarked the former one before welcoming us, so it may not serve.
+            self._copy = None
             log.info("replication: attached to %s (node %s); copying its store", endpoint, welcome.node_id)
             await self._follow(call, welcome)
         except grpc.aio.AioRpcError as exc:
             if exc.code() != grpc.StatusCode.UNAVAILABLE:
                 log.warning("replication: %s refused this backup: %s", endpoint, exc.details())
-
         except (TimeoutError, asyncio.TimeoutError):
             log.warning("replication: %s went silent", endpoint)
         except Exception as exc:
