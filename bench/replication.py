@@ -64,6 +64,41 @@ async def takeover(primary, backup_endpoint: str) -> float:
     return time.monotonic() - killed
 
 
+async def measure(url: str, count: int, primary, backup_endpoint: str) -> dict:
+    """Throughput and confirm latency, then (for a pair) the takeover: one event loop for both."""
+    result = await run(url, count, 1024, "durable")
+    if primary is not None:
+        result["takeover_s"] = round(await takeover(primary, backup_endpoint), 3)
+    return result
+
+
+async def all_runs(args, etcd_endpoint: str) -> dict[str, list[dict]]:
+    rows: dict[str, list[dict]] = {"single": [], "replicated": []}
+    for _ in range(args.repeat):
+        for kind in ("single", "replicated"):
+            with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
+                procs = []
+                try:
+                    if kind == "single":
+                        proc, url = await asyncio.to_thread(start_node, Path(tmp), True)
+                        procs = [proc]
+                        result = await measure(url, args.count, None, "")
+                    else:
+                        primary, backup, url, backup_ep = await asyncio.to_thread(
+                            pair, Path(tmp), etcd_endpoint, args.session_ms)
+                        procs = [primary, backup]
+                        result = await measure(url, args.count, primary, backup_ep)
+                    result["kind"] = kind
+                    print(json.dumps(result), flush=True)
+                    rows[kind].append(result)
+                finally:
+                    for p in procs:
+                        if p.poll() is None:
+                            p.terminate()
+                            p.wait(30)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=50_000)
@@ -72,30 +107,9 @@ def main() -> None:
     args = ap.parse_args()
     print(f"# machine: {platform.node()} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
     etcd = EtcdServer(Path(tempfile.mkdtemp(prefix="meshmq-bench-etcd-"))).start()
-    rows: dict[str, list[dict]] = {"single": [], "replicated": []}
     try:
-        for _ in range(args.repeat):
-            for kind in ("single", "replicated"):
-                with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp:
-                    procs = []
-                    try:
-                        if kind == "single":
-                            proc, url = start_node(Path(tmp), sync=True)
-                            procs = [proc]
-                        else:
-                            primary, backup, url, backup_ep = pair(Path(tmp), etcd.endpoint, args.session_ms)
-                            procs = [primary, backup]
-                        result = asyncio.run(run(url, args.count, 1024, "durable"))
-                        result["kind"] = kind
-                        if kind == "replicated":
-                            result["takeover_s"] = round(asyncio.run(takeover(procs[0], backup_ep)), 3)
-                        print(json.dumps(result), flush=True)
-                        rows[kind].append(result)
-                    finally:
-                        for p in procs:
-                            if p.poll() is None:
-                                p.terminate()
-                                p.wait(30)
+        # One event loop for every run: grpc.aio stays bound to the first loop it saw.
+        rows = asyncio.run(all_runs(args, etcd.endpoint))
     finally:
         etcd.stop()
     print(f"\n{'':<12} {'msg/s':>9} {'confirm p50':>12} {'confirm p99':>12}")
