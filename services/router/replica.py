@@ -112,9 +112,23 @@ class ReplicaRunner:
         store = None
         pending: asyncio.Queue[rpb.ReplicatedAppend | None] = asyncio.Queue()
         applier: asyncio.Task | None = None
+        # Reads go through a queue: a read cancelled by a timeout would end the stream.
+        inbox: asyncio.Queue = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                while (item := await call.read()) is not grpc.aio.EOF:
+                    inbox.put_nowait(item)
+                inbox.put_nowait(grpc.aio.EOF)
+            except Exception as exc:
+                inbox.put_nowait(exc)
+
+        pumping = asyncio.create_task(pump())
         try:
             while True:
-                msg = await asyncio.wait_for(call.read(), self._ack_timeout)
+                msg = await asyncio.wait_for(inbox.get(), self._ack_timeout)  # the live pings when idle
+                if isinstance(msg, Exception):
+                    raise msg
                 if msg is grpc.aio.EOF:
                     log.warning("replication: the live closed the stream")
                     return
@@ -134,6 +148,7 @@ class ReplicaRunner:
                 if applier is not None and applier.done():
                     applier.result()  # a write that could not be applied ends the stream
         finally:
+            pumping.cancel()
             if applier is not None:
                 # Let the write being applied finish (a thread cannot be cancelled) before the store closes.
                 pending.put_nowait(None)

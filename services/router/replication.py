@@ -256,15 +256,33 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         return snapshot, epoch
 
     async def _read_acks(self, it, replica: _Replica) -> None:
+        # Reads go through a queue: a read cancelled by a timeout would end the stream.
+        inbox: asyncio.Queue = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for msg in it:
+                    inbox.put_nowait(msg)
+                inbox.put_nowait(StopAsyncIteration())
+            except Exception as exc:
+                inbox.put_nowait(exc)
+
+        pumping = asyncio.create_task(pump())
         try:
             while True:
                 try:
-                    msg = await asyncio.wait_for(it.__anext__(), self._ack_timeout)
+                    msg = await asyncio.wait_for(inbox.get(), self._ack_timeout)
                 except (TimeoutError, asyncio.TimeoutError):
                     if replica.waiting:
                         self._lose(replica, f"no acknowledgement for {self._ack_timeout:.1f} s")
                         return
                     continue
+                if isinstance(msg, StopAsyncIteration):
+                    self._lose(replica, "it closed its stream")
+                    return
+                if isinstance(msg, Exception):
+                    self._lose(replica, f"its stream broke ({msg})")
+                    return
                 if msg.WhichOneof("kind") != "ack":
                     continue
                 if msg.ack.sequence == 0 and not replica.in_sync:
@@ -277,10 +295,10 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
                     self.backup_connector = replica.hello.connector
                     self.backup_changed.set()
                 replica.acknowledged(msg.ack.sequence)
-        except StopAsyncIteration:
-            self._lose(replica, "it closed its stream")
         except Exception as exc:
             self._lose(replica, f"its stream broke ({exc})")
+        finally:
+            pumping.cancel()
 
     def _lose(self, replica: _Replica, why: str) -> None:
         if replica.lost:
