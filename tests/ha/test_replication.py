@@ -20,13 +20,14 @@ from .test_shared_store import QUEUE, answers, drain, log_has, node_info, send
 pytestmark = pytest.mark.integration
 
 # A short quorum session so that a takeover takes about two seconds.
-MANAGER = "manager: {{properties: {{connect-string: '{etcd}', session-ms: 2000, session-percent: 25, namespace: {ns}}}}}"
+MANAGER = ("manager: {{properties: {{connect-string: '{etcd}', session-ms: {session}, session-percent: 25, "
+           "namespace: {ns}}}}}")
 
 
-def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True) -> tuple:
+def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True, session_ms: int = 2000) -> tuple:
     """A primary and its backup (started in that order), each on a port picked now."""
     ports = {"primary": free_port(), "backup": free_port()}
-    manager = MANAGER.format(etcd=etcd.endpoint, ns=ns)
+    manager = MANAGER.format(etcd=etcd.endpoint, ns=ns, session=session_ms)
     common = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
     primary = nodes.router("primary", extra=(
         f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['primary']}}}\n"
@@ -178,3 +179,39 @@ async def test_kill_9_of_the_primary_during_the_backups_copy_keeps_every_message
         await asyncio.to_thread(primary.start)
         serving = primary
     assert await drain(serving, 3000) == list(range(3000))
+
+
+async def test_an_etcd_restart_under_load_moves_nothing_and_the_backup_still_takes_over(nodes, etcd):
+    """etcd killed with -9 and started again (its data kept) while producers
+    send: within the quorum session nobody takes over and the primary keeps
+    confirming; afterwards kill -9 of the primary still hands everything confirmed
+    to the backup, none twice. A longer session here (5 s) than the other tests:
+    an etcd restart must fit in it."""
+    from .test_shared_store_nemesis import producer
+
+    primary, backup = pair(nodes, etcd, session_ms=5000)
+    await in_sync(primary, backup)
+    confirmed: set[str] = set()
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(producer(p, [primary, backup], confirmed, stop)) for p in range(2)]
+    try:
+        await eventually(lambda: len(confirmed) >= 300, 30, "300 confirmed sends")
+        await asyncio.to_thread(etcd.restart)  # kill -9, then start on the same ports with its data
+        before = len(confirmed)
+        await eventually(lambda: len(confirmed) >= before + 300, 30, "300 more confirmed sends on the primary")
+        assert primary.proc.poll() is None and not await answers(backup)
+        await asyncio.to_thread(primary.kill9)
+        await eventually(lambda: answers(backup), 30, "the backup to take over")
+        before = len(confirmed)
+        await eventually(lambda: len(confirmed) >= before + 100, 30, "100 confirmed sends on the backup")
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    got: list[str] = []
+    async with await connect(backup.url) as conn:
+        consumer = await (await conn.session()).create_consumer(QUEUE)
+        while (m := await consumer.receive(3)) is not None:
+            got.append(m.body.decode())
+            consumer.ack(m)
+    assert len(got) == len(set(got))
+    assert not confirmed - set(got)
