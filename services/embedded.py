@@ -64,7 +64,6 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
     backup (services/router/replication.py); a backup copies its live's store
     (services/router/replica.py) until the quorum lets it take over
     (services/ha-coordinator/replication.py)."""
-    from meshmq.config import defaults
     from services.ha_coordinator.replication import ReplicationActivation
     from services.router.service import run_router as run
     from meshmq.v1 import replication_pb2 as rpb
@@ -75,7 +74,7 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
             from services.router.replication import ReplicatingJournal
 
             journal = ReplicatingJournal(
-                journal_for(config), config.data_directory / defaults.JOURNAL_SQLITE_FILE, node_name=config.name,
+                journal_for(config), config.journal_file(), node_name=config.name,
                 group_name=activation.primary.group_name, cluster_user=config.cluster_user,
                 cluster_password=config.cluster_password, security_enabled=config.security_enabled,
                 sync_timeout_ms=activation.primary.initial_replication_sync_timeout,

@@ -1126,6 +1126,16 @@ class BrokerConfig(_Model):
                  for name, group in self.discovery_groups.items() if group.discovery_service is not None]
         return used
 
+    def journal_file(self) -> Path:
+        """The SQLite file of the node's own journal (`journal_url`'s); for
+        replication, which copies that file. Only for an SQLite journal."""
+        from sqlalchemy.engine import make_url
+
+        database = make_url(self.journal_url()).database
+        if not database:
+            raise ValueError("the journal is not an SQLite file")
+        return Path(database)
+
     def journal_url(self) -> str:
         """The SQLAlchemy URL of the journal: ``journal.url``, or the SQLite
         file ``<data-directory>/journal.db`` (absolute) when it is not set."""

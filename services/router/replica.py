@@ -24,7 +24,6 @@ from pathlib import Path
 
 import grpc
 
-from meshmq.config import defaults
 from meshmq.config.models import BrokerConfig
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
@@ -52,7 +51,7 @@ class ReplicaRunner:
         self._ack_timeout = ack_timeout_s
         self._try_activate = try_activate
         self._open_store = open_store
-        self._path = config.data_directory / defaults.JOURNAL_SQLITE_FILE
+        self._path = config.journal_file()
         # The live being replicated, and the copy: (coordination id, epoch) once installed.
         self.live = ""
         self._copy: tuple[str, int] | None = None
