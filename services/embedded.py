@@ -48,10 +48,16 @@ async def run_router(
     from services.ha_coordinator.shared_store import SharedStoreLease
 
     lease = SharedStoreLease(config)
+
+    def keep_ports(bound: BrokerConfig) -> None:
+        """Acceptor ports picked at the first run (port 0) stay the node's for the next."""
+        nonlocal config
+        config = bound
+
     try:
         while True:
             outcome = await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready,
-                                activation=lease)
+                                activation=lease, on_bound=keep_ports)
             if outcome != FAILED_BACK or policy.slave is None or not policy.slave.restart_backup:
                 return
     finally:

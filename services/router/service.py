@@ -29,7 +29,7 @@ log = logging.getLogger("meshmq")
 async def run_router(
     config: BrokerConfig, journal: JournalAPI, *, ready_file: str | None = None,
     on_ready: Callable[[dict], None] | None = None, activation: Activation | None = None,
-    services: Sequence = (),
+    services: Sequence = (), on_bound: Callable[[BrokerConfig], None] | None = None,
 ) -> str | None:
     """Serve until a signal, a halt, or (with an HA policy) until the store must
     be given up. Returns FAILED_BACK when an active backup stopped for its
@@ -43,6 +43,8 @@ async def run_router(
         # The active node listens where the passive one did (a port 0 is picked once).
         config = config.model_copy(update={"acceptors": [
             acc.model_copy(update={"port": int(ep.rpartition(":")[2])}) for acc, ep in zip(config.acceptors, endpoints)]})
+        if on_bound is not None:
+            on_bound(config)  # a backup waiting again after a failback listens there too
         if activation.passive_start:
             # Started as far as a passive node goes: a backup, or a live with wait-for-activation false.
             report_ready(_passive_info(config, activation, endpoints), ready_file, on_ready)

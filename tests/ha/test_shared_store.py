@@ -275,3 +275,18 @@ async def test_with_security_a_passive_backup_tells_only_a_user_where_the_live_i
 async def _live_named(refusal, endpoint: str) -> bool:
     err = await refusal
     return isinstance(err, NotActiveError) and err.live == endpoint
+
+
+async def test_a_backup_on_port_0_waits_again_on_the_same_port_after_failing_back(nodes, pg_url):
+    """Port 0 is picked once: the endpoint a backup reported stays its own
+    through failback and restart-backup (the launcher records it)."""
+    live = node(nodes, "live", pg_url, "master", start=False)
+    backup = nodes.router("backup", extra=(
+        "acceptors:\n  - {name: grpc, host: 127.0.0.1, port: 0}\n"
+        f"journal:\n  url: {pg_url}\n{LEASE}"
+        "ha-policy:\n  shared-store:\n    slave: {}\n"))
+    await eventually(lambda: answers(backup), 20, "the backup to take the free store")
+    await asyncio.to_thread(live.start)  # fails back
+    await eventually(lambda: log_has(backup, "waiting as backup"), 20, "the backup to wait again")
+    refused = await node_info(backup)  # on the endpoint it reported at its start
+    assert isinstance(refused, NotActiveError), refused
