@@ -413,3 +413,21 @@ def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc
     factory = _HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]
     # No request deserializer: bytes from a stranger are not parsed.
     return factory(refuse, request_deserializer=None, response_serializer=handler.response_serializer)
+
+
+async def read_hello(request_iterator, context: grpc.aio.ServicerContext, what: str):
+    """The first request of a node-to-node stream (a cluster link, a backup's
+    replication stream), which must be its hello: (the iterator for the rest,
+    the hello), or None when the caller went away or started otherwise (then
+    refused with INVALID_REQUEST, saying that `what` starts with hello)."""
+    from meshmq.errors import BrokerError, Reason, abort_with
+
+    it = request_iterator.__aiter__()
+    try:
+        first = await it.__anext__()
+    except StopAsyncIteration:
+        return None
+    if first.WhichOneof("kind") != "hello":
+        await abort_with(context, BrokerError(Reason.INVALID_REQUEST, f"{what} starts with hello"))
+        return None
+    return it, first.hello

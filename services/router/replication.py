@@ -34,7 +34,7 @@ import grpc
 
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
-from meshmq.transport import has_cluster_credential
+from meshmq.transport import has_cluster_credential, read_hello
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
 from meshmq.v1 import replication_pb2_grpc as rgrpc
@@ -181,15 +181,10 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"node {self._node_name} refused a "
                                                   "backup: wrong or missing cluster credential"))
             return
-        it = request_iterator.__aiter__()
-        try:
-            first = await it.__anext__()
-        except StopAsyncIteration:
+        opened = await read_hello(request_iterator, context, "a backup's stream")
+        if opened is None:
             return
-        if first.WhichOneof("kind") != "hello":
-            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup starts with hello"))
-            return
-        hello = first.hello
+        it, hello = opened
         if self._group and hello.group_name != self._group:
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST, f"node {self._node_name} is in group "
                                                   f"{self._group!r}, the backup in {hello.group_name!r}"))

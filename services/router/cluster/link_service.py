@@ -21,7 +21,7 @@ import grpc
 
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.routing_names import INTERNAL_PREFIX
-from meshmq.transport import has_cluster_credential
+from meshmq.transport import has_cluster_credential, read_hello
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 
@@ -99,15 +99,10 @@ class ClusterServicer(cgrpc.ClusterServicer):
                 Reason.UNAUTHENTICATED, f"node {self.broker.name} refused the link: wrong or missing cluster "
                                         "credential (cluster-user / cluster-password)"))
             return
-        it = request_iterator.__aiter__()
-        try:
-            first = await it.__anext__()
-        except StopAsyncIteration:
+        opened = await read_hello(request_iterator, context, "a link")
+        if opened is None:
             return
-        if first.WhichOneof("kind") != "hello":
-            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a link starts with hello"))
-            return
-        hello = first.hello
+        it, hello = opened
         link_id = f"{hello.node_name}({hello.node_id}).{hello.cluster_connection}"
         out: asyncio.Queue[cpb.LinkResponse | None] = asyncio.Queue()
         out.put_nowait(cpb.LinkResponse(welcome=cpb.LinkWelcome(
