@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.throughput import fresh_database  # noqa: E402
+from bench.throughput import fresh_database, start_node  # noqa: E402
 from meshmq.client import connect  # noqa: E402
 
 
@@ -39,23 +39,14 @@ def free_port() -> int:
 
 
 def start(workdir: Path, name: str, db: str, role: str, renew: int, expiration: int) -> tuple[subprocess.Popen, str]:
+    """One node of the pair (bench/throughput.py's start_node, in a directory of its own)."""
     port = free_port()
-    cfg = workdir / f"{name}.yaml"
-    cfg.write_text(
-        f"name: {name}\ndata-directory: {workdir / name}\n"
-        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n"
-        f"journal:\n  url: {db}\n  jdbc-lock-renew-period: {renew}\n  jdbc-lock-expiration: {expiration}\n"
-        f"ha-policy:\n  shared-store:\n    {role}: {{}}\n"
-        "addresses:\n  orders: {anycast: [{name: orders}]}\n")
-    ready = workdir / f"{name}.ready.json"
-    log = open(workdir / f"{name}.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(cfg),
-                             "--ready-file", str(ready), "--quiet"], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while not ready.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"{name} did not start; see {workdir / (name + '.log')}")
-        time.sleep(0.02)
+    directory = workdir / name
+    directory.mkdir()
+    proc, _ = start_node(directory, sync=True, port=port,
+                         journal=f"  url: {db}\n  jdbc-lock-renew-period: {renew}\n  jdbc-lock-expiration: {expiration}\n",
+                         extra_config=(f"ha-policy:\n  shared-store:\n    {role}: {{}}\n"
+                                       "addresses:\n  orders: {anycast: [{name: orders}]}\n"))
     return proc, f"127.0.0.1:{port}"
 
 

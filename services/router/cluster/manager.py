@@ -16,7 +16,7 @@ from meshmq.config.models import BrokerConfig
 from meshmq.v1 import cluster_pb2 as cpb
 
 from .bridge import CONNECTED, Bridge
-from .link_identity import link_identity
+from .link_identity import LinkIdentity, link_identity
 
 if TYPE_CHECKING:
     from meshmq.discovery import TopologyWatcher
@@ -35,7 +35,7 @@ class ClusterConnections:
         self._watchers: list[TopologyWatcher] = []
         self._apis: list = []
         self.own_connector = ""
-        self._identity = link_identity(config)  # with this node's connector once it listens (start)
+        self._identity: LinkIdentity | None = None  # with this node's connector, once it listens (start)
 
     def start(self, own_endpoints: list[str]) -> None:
         self._own = set(own_endpoints)
