@@ -36,6 +36,7 @@ class ClusterConnections:
         self._apis: list = []
         self.own_connector = ""
         self._identity: LinkIdentity | None = None  # with this node's connector, once it listens (start)
+        self._early_hellos: list[cpb.LinkHello] = []
 
     def start(self, own_endpoints: list[str]) -> None:
         self._own = set(own_endpoints)
@@ -44,11 +45,14 @@ class ClusterConnections:
         self.own_connector = self.config.connectors[refs[0]] if refs else own_endpoints[0]
         self._own.add(self.own_connector)
         self._identity = link_identity(self.config, self.own_connector)
+        early, self._early_hellos = self._early_hellos, []
         for name, cc in self.config.cluster_connections.items():
             for ref in cc.static_connectors or ():
                 self._link(name, self.config.connectors[ref])
             if cc.discovery_group_ref is not None:
                 self._tasks.append(asyncio.create_task(self._follow(name, cc.discovery_group_ref)))
+        for hello in early:
+            self.linked_from(hello)
         if self.config.cluster_connections and self.config.cluster_password is None:
             log.warning("cluster connections are unauthenticated: set cluster-user and cluster-password on every "
                         "node (docs/security.md)")
@@ -80,6 +84,9 @@ class ClusterConnections:
         naming one member is then reached by it, as Artemis announces a
         joining node to the cluster. A discovery group names every node anyway."""
         cc = self.config.cluster_connections.get(hello.cluster_connection)
+        if self._identity is None:  # a hello between the server's start and ours: answered at start()
+            self._early_hellos.append(hello)
+            return
         if (cc is None or hello.scale_down or not hello.connector or cc.allow_direct_connections_only
                 or not cc.static_connectors or hello.node_id == self.broker.node_id):
             return
