@@ -21,6 +21,11 @@ LEASE_LOST = "lease-lost"
 FAILED_BACK = "failed-back"
 
 
+class StaleCopy(Exception):
+    """A backup's copy may never serve (classic replication: the votes to take
+    over failed): it is dropped, and the backup copies its live again."""
+
+
 class Activation(Protocol):
     description: str
     # Report ready (as a passive node) before waiting in `acquire`: a backup, or a

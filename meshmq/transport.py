@@ -369,18 +369,23 @@ class ClusterIdentityCheck(CallerCheck):
     ``grpc.aio.server(interceptors=[check])``.
     """
 
-    def __init__(self, user: str, password: str, *, service: str,
+    def __init__(self, user: str, password: str | None, *, service: str,
                  readers: Callable[[Mapping[str, str]], bool] | None = None,
-                 read_methods: Collection[str] = ()) -> None:
+                 read_methods: Collection[str] = (), only_methods: Collection[str] | None = None) -> None:
+        """`only_methods`: check only these (a router's node-to-node calls), admit
+        every other; `password` None admits nobody to them (security on, no cluster password)."""
         self._user = user
         self._password = password
         self.service = service
         self._readers = readers
         self.checks_passwords = readers is not None
         self._read_methods = frozenset(read_methods)
+        self._only = None if only_methods is None else frozenset(only_methods)
 
     def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
-        if has_cluster_credential(metadata, self._user, self._password):
+        if self._only is not None and method not in self._only:
+            return True
+        if self._password is not None and has_cluster_credential(metadata, self._user, self._password):
             return True
         return self._readers is not None and method in self._read_methods and self._readers(metadata)
 

@@ -66,28 +66,39 @@ async def run_router(
 
 async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
                            on_ready: Callable[[dict], None] | None) -> None:
-    """ha-policy replication: a primary's journal streams its writes to its
+    """ha-policy replication: a live's journal streams its writes to its
     backup (services/router/replication.py); a backup copies its live's store
-    (services/router/replica.py) until the quorum lets it take over
-    (services/ha-coordinator/replication.py)."""
-    from services.ha_coordinator.replication import ReplicationActivation
+    (services/router/replica.py) until the quorum lets it take over —
+    pluggable on etcd (services/ha-coordinator/replication.py) or classic
+    votes among the cluster's lives (services/ha-coordinator/classic.py)."""
+    from services.router.cluster.link_identity import link_identity
     from services.router.service import run_router as run
     from meshmq.v1 import replication_pb2 as rpb
 
-    activation = ReplicationActivation(config, local_store=lambda: _local_store(config))
+    rep = config.ha_policy.replication
+    if rep.classic:
+        from services.ha_coordinator.classic import ClassicActivation
+
+        activation = ClassicActivation(config, link_identity(config), local_store=lambda: _local_store(config))
+    else:
+        from services.ha_coordinator.replication import ReplicationActivation
+
+        activation = ReplicationActivation(config, local_store=lambda: _local_store(config))
     try:
-        if activation.primary is not None:
+        live = rep.live_role
+        if live is not None:
             from services.router.replication import ReplicatingJournal
 
             journal = ReplicatingJournal(
                 journal_for(config), config.journal_file(), node_name=config.name,
-                group_name=activation.primary.group_name, cluster_user=config.cluster_user,
+                group_name=live.group_name, cluster_user=config.cluster_user,
                 cluster_password=config.cluster_password, security_enabled=config.security_enabled,
-                sync_timeout_ms=activation.primary.initial_replication_sync_timeout,
-                ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.quorum.mark_in_sync,
-                forget_replica=activation.quorum.clear_in_sync,
-                coordination_id=lambda: activation.quorum.coordination_id,
+                sync_timeout_ms=live.initial_replication_sync_timeout,
+                ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.mark_in_sync,
+                forget_replica=activation.forget_copy,
+                coordination_id=(lambda: journal.node_id) if rep.classic else lambda: activation.quorum.coordination_id,
                 on_fenced=lambda why: None)  # its refused writes halt the router
+            activation.node_id = lambda: journal.node_id
             activation.backup_connector = lambda: journal.backup_connector
             activation.backup_changed = journal.backup_changed
             await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,

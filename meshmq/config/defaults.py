@@ -172,6 +172,20 @@ HA_INITIAL_REPLICATION_SYNC_TIMEOUT: Final = 30000
 HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE: Final = 2
 # replication backup allow-failback (pluggable quorum: false).
 HA_REPLICATION_ALLOW_FAILBACK: Final = False
+# Classic replication (master/slave) quorum votes, Artemis's defaults:
+# check-for-live-server: a restarting master first looks for a backup serving its node id (failback).
+HA_CHECK_FOR_LIVE_SERVER: Final = False
+# vote-on-replication-failure: a master that loses its backup asks the cluster's lives whether to stay live.
+HA_VOTE_ON_REPLICATION_FAILURE: Final = False
+# quorum-size: the lives a vote counts (-1: the lives the node's cluster connection names).
+HA_QUORUM_SIZE: Final = -1
+# vote-retries / vote-retry-wait: vote rounds after the live is lost, and the wait between them (ms).
+HA_VOTE_RETRIES: Final = 12
+HA_VOTE_RETRY_WAIT: Final = 5000
+# quorum-vote-wait: how long a round waits for the lives' answers (seconds, as in Artemis).
+HA_QUORUM_VOTE_WAIT: Final = 30
+# slave allow-failback for classic replication (stop when the original live asks for its place back).
+HA_CLASSIC_ALLOW_FAILBACK: Final = True
 # manager properties (Artemis's Curator names; the provider here is etcd):
 # session-ms: the live's etcd lease (ms): how long after the live goes silent its backup may take over.
 HA_MANAGER_SESSION_MS: Final = 18000

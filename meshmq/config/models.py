@@ -799,28 +799,91 @@ class ReplicationBackup(_Model):
         return self
 
 
+class ClassicQuorum(_Model):
+    """The quorum-vote keys classic replication's master and slave share
+    (services/ha-coordinator/quorum_vote.py runs the votes)."""
+
+    quorum_size: Annotated[int, Field(ge=-1)] = defaults.HA_QUORUM_SIZE
+    vote_retries: Annotated[int, Field(ge=0)] = defaults.HA_VOTE_RETRIES
+    vote_retry_wait: Annotated[int, Field(ge=0)] = defaults.HA_VOTE_RETRY_WAIT
+    quorum_vote_wait: Annotated[int, Field(gt=0)] = defaults.HA_QUORUM_VOTE_WAIT
+    cluster_name: NonEmptyStr | None = None
+    group_name: NonEmptyStr | None = None
+    initial_replication_sync_timeout: Annotated[int, Field(gt=0)] = defaults.HA_INITIAL_REPLICATION_SYNC_TIMEOUT
+
+
+class ReplicationMaster(ClassicQuorum):
+    """``ha-policy.replication.master``: the live of a classic replicating pair.
+    No lock anywhere: its backup activates when a quorum of the cluster's lives
+    no longer sees it."""
+
+    check_for_live_server: bool = defaults.HA_CHECK_FOR_LIVE_SERVER
+    vote_on_replication_failure: bool = defaults.HA_VOTE_ON_REPLICATION_FAILURE
+
+    @model_validator(mode="after")
+    def _check_built(self) -> ReplicationMaster:
+        if self.check_for_live_server:
+            _raise_issues([(("check-for-live-server",), "not built yet (a restarted master that finds its backup "
+                                                        "serving synchronises from it and takes over); leave it "
+                                                        "false and restart a master only while no backup serves "
+                                                        "for it, or use pluggable quorum (primary/backup), whose "
+                                                        "activation sequence refuses a stale primary")])
+        return self
+
+
+class ReplicationSlave(ClassicQuorum):
+    """``ha-policy.replication.slave``: keeps a copy of a master's store and
+    takes over when a quorum of the cluster's lives agrees the master is gone."""
+
+    max_saved_replicated_journals_size: Annotated[int, Field(ge=-1)] = defaults.HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
+    # Stop when the original master asks for its place back: only a master with
+    # check-for-live-server asks, which is not built yet.
+    allow_failback: bool = defaults.HA_CLASSIC_ALLOW_FAILBACK
+    restart_backup: bool = defaults.HA_RESTART_BACKUP
+
+
 class Replication(_Model):
-    """``ha-policy.replication``: pluggable-quorum roles (primary, backup) on etcd.
-    Classic master/slave (quorum votes among the cluster's lives) is not built yet."""
+    """``ha-policy.replication``: classic roles (master, slave: quorum votes
+    among the cluster's lives) or pluggable-quorum roles (primary, backup: a
+    lock and an activation sequence on etcd)."""
 
     primary: ReplicationPrimary | None = None
     backup: ReplicationBackup | None = None
+    master: ReplicationMaster | None = None
+    slave: ReplicationSlave | None = None
 
     @model_validator(mode="after")
     def _one_role(self) -> Replication:
-        if (self.primary is None) == (self.backup is None):
-            _raise_issues([((), "give exactly one of primary (the live) and backup")])
+        if sum(r is not None for r in (self.primary, self.backup, self.master, self.slave)) != 1:
+            _raise_issues([((), "give exactly one role: master or slave (classic: quorum votes among the "
+                                "cluster's lives), primary or backup (pluggable quorum on etcd)")])
         return self
 
     @property
-    def manager(self) -> QuorumManager:
-        return (self.primary or self.backup).manager
+    def manager(self) -> QuorumManager | None:
+        """The pluggable quorum's provider (None for classic roles)."""
+        role = self.primary or self.backup
+        return role.manager if role is not None else None
+
+    @property
+    def classic(self) -> bool:
+        return self.master is not None or self.slave is not None
+
+    @property
+    def live_role(self) -> ReplicationPrimary | ReplicationMaster | None:
+        """The live's settings (primary or master), None on a backup."""
+        return self.primary or self.master
+
+    @property
+    def backup_role(self) -> ReplicationBackup | ReplicationSlave | None:
+        """The backup's settings (backup or slave), None on a live."""
+        return self.backup or self.slave
 
 
 class HaPolicy(_Model):
     """``ha-policy``: live-only (with scale-down), shared-store, or replication
-    (pluggable-quorum primary/backup on etcd); colocated backups are not built
-    yet (an unknown key)."""
+    (classic master/slave, or pluggable-quorum primary/backup on etcd);
+    colocated backups are not built yet (an unknown key)."""
 
     live_only: LiveOnly | None = None
     shared_store: SharedStore | None = None
@@ -1021,7 +1084,8 @@ class BrokerConfig(_Model):
             return "shared-store master" if ss.master is not None else "shared-store slave"
         rep = self.ha_policy.replication
         if rep is not None:
-            return "replication primary" if rep.primary is not None else "replication backup"
+            role = next(name for name in ("primary", "backup", "master", "slave") if getattr(rep, name) is not None)
+            return f"replication {role}"
         return "live-only"
 
     @property
@@ -1047,35 +1111,44 @@ class BrokerConfig(_Model):
         if j.address is not None or (j.url is not None and not j.url.startswith("sqlite")):
             issues.append((("journal",), "ha-policy replication copies the node's own SQLite journal (the default, "
                                          "under data-directory); for a shared PostgreSQL store use shared-store"))
-        if rep.backup is not None:
-            name = rep.backup.cluster_name
+        backup = rep.backup_role
+        where = ("ha-policy", "replication", "backup" if rep.backup is not None else "slave", "cluster-name")
+        if backup is not None:
+            name = backup.cluster_name
             ccs = self.cluster_connections
             if name is None and len(ccs) != 1:
-                issues.append((("ha-policy", "replication", "backup", "cluster-name"),
+                issues.append((where,
                                "name the cluster connection whose static-connectors list the lives to replicate"
                                if ccs else "a backup finds its live through a cluster connection's "
                                            "static-connectors: add one (cluster-connections)"))
             elif name is not None and name not in ccs:
-                issues.append((("ha-policy", "replication", "backup", "cluster-name"),
-                               f"no cluster connection named {name!r}"))
+                issues.append((where, f"no cluster connection named {name!r}"))
             else:
                 cc = ccs[name] if name is not None else next(iter(ccs.values()))
                 if not cc.static_connectors:
-                    issues.append((("ha-policy", "replication", "backup", "cluster-name"),
+                    issues.append((where,
                                    "the cluster connection needs static-connectors: the lives to replicate "
                                    "(finding them through a discovery group is not built yet)"))
+        master = rep.master
+        if master is not None and master.cluster_name is not None and master.cluster_name not in self.cluster_connections:
+            issues.append((("ha-policy", "replication", "master", "cluster-name"),
+                           f"no cluster connection named {master.cluster_name!r}"))
         _raise_issues(issues)
         return self
 
     @property
     def replication_lives(self) -> list[str]:
-        """A replication backup's candidate lives: its cluster connection's static connectors (host:port)."""
+        """The static connectors (host:port) of the replication cluster connection
+        (the role's cluster-name, default the first one): the lives a backup
+        replicates from, and the lives a classic quorum vote asks."""
         rep = self.ha_policy.replication
-        if rep is None or rep.backup is None:
-            return []
+        role = None if rep is None else rep.backup_role or rep.live_role
         ccs = self.cluster_connections
-        cc = ccs[rep.backup.cluster_name] if rep.backup.cluster_name else next(iter(ccs.values()))
-        return [self.connectors[ref] for ref in cc.static_connectors or ()]
+        if role is None or not ccs:
+            return []
+        name = getattr(role, "cluster_name", None)
+        cc = ccs.get(name) if name else next(iter(ccs.values()))
+        return [] if cc is None else [self.connectors[ref] for ref in cc.static_connectors or ()]
 
     @model_validator(mode="after")
     def _check_shared_store(self) -> BrokerConfig:

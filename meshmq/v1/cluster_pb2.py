@@ -25,41 +25,49 @@ _sym_db = _symbol_database.Default()
 from meshmq.v1 import messages_pb2 as meshmq_dot_v1_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshmq/v1/cluster.proto\x12\tmeshmq.v1\x1a\x18meshmq/v1/messages.proto\"\xbf\x01\n\x0bLinkRequest\x12%\n\x05hello\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.LinkHelloH\x00\x12*\n\x07\x66orward\x18\x02 \x01(\x0b\x32\x17.meshmq.v1.ForwardBatchH\x00\x12+\n\x07\x64\x65\x63lare\x18\x03 \x01(\x0b\x32\x18.meshmq.v1.DeclareQueuesH\x00\x12(\n\x05\x63hunk\x18\x04 \x01(\x0b\x32\x17.meshmq.v1.ForwardChunkH\x00\x42\x06\n\x04kind\"<\n\x0c\x46orwardChunk\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08\"\x80\x01\n\x10QueueDeclaration\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\"<\n\rDeclareQueues\x12+\n\x06queues\x18\x01 \x03(\x0b\x32\x1b.meshmq.v1.QueueDeclaration\"\xc5\x01\n\x0cLinkResponse\x12)\n\x07welcome\x18\x01 \x01(\x0b\x32\x16.meshmq.v1.LinkWelcomeH\x00\x12/\n\x08\x62indings\x18\x02 \x01(\x0b\x32\x1b.meshmq.v1.BindingsSnapshotH\x00\x12,\n\x07\x63onfirm\x18\x03 \x01(\x0b\x32\x19.meshmq.v1.ForwardConfirmH\x00\x12#\n\x04ping\x18\x04 \x01(\x0b\x32\x13.meshmq.v1.LinkPingH\x00\x42\x06\n\x04kind\"\n\n\x08LinkPing\"\x9d\x01\n\tLinkHello\x12\x1a\n\x12\x63luster_connection\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12\x10\n\x08max_hops\x18\x04 \x01(\r\x12\x12\n\nscale_down\x18\x05 \x01(\x08\x12\x17\n\x0f\x63heck_period_ms\x18\x06 \x01(\r\x12\x11\n\tconnector\x18\x07 \x01(\t\"E\n\x0bLinkWelcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\"\xba\x01\n\x0e\x43lusterBinding\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12,\n\x0crouting_type\x18\x05 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\x12\x18\n\x10\x63onsumer_filters\x18\x07 \x03(\t\x12\x0c\n\x04hops\x18\x08 \x01(\r\"F\n\rClusterMember\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\"j\n\x10\x42indingsSnapshot\x12+\n\x08\x62indings\x18\x01 \x03(\x0b\x32\x19.meshmq.v1.ClusterBinding\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"~\n\x10\x46orwardedMessage\x12#\n\x07message\x18\x01 \x01(\x0b\x32\x12.meshmq.v1.Message\x12\x10\n\x08route_to\x18\x02 \x03(\t\x12\x1b\n\x13\x62ridge_duplicate_id\x18\x03 \x01(\t\x12\x16\n\x0e\x64\x65livery_count\x18\x04 \x01(\r\"O\n\x0c\x46orwardBatch\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12-\n\x08messages\x18\x02 \x03(\x0b\x32\x1b.meshmq.v1.ForwardedMessage\"3\n\x0e\x46orwardConfirm\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x01(\t2F\n\x07\x43luster\x12;\n\x04Link\x12\x16.meshmq.v1.LinkRequest\x1a\x17.meshmq.v1.LinkResponse(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshmq/v1/cluster.proto\x12\tmeshmq.v1\x1a\x18meshmq/v1/messages.proto\"<\n\x11\x46orgetCopyRequest\x12\x16\n\x0etarget_node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63opy_id\x18\x02 \x01(\t\"\"\n\x0f\x46orgetCopyReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\"V\n\x0bVoteRequest\x12\x16\n\x0etarget_node_id\x18\x01 \x01(\t\x12\x1e\n\x16request_to_stay_active\x18\x02 \x01(\x08\x12\x0f\n\x07\x63opy_id\x18\x03 \x01(\t\"P\n\tVoteReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x0c\n\x04vote\x18\x03 \x01(\x08\x12\x11\n\tconnector\x18\x04 \x01(\t\"\xbf\x01\n\x0bLinkRequest\x12%\n\x05hello\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.LinkHelloH\x00\x12*\n\x07\x66orward\x18\x02 \x01(\x0b\x32\x17.meshmq.v1.ForwardBatchH\x00\x12+\n\x07\x64\x65\x63lare\x18\x03 \x01(\x0b\x32\x18.meshmq.v1.DeclareQueuesH\x00\x12(\n\x05\x63hunk\x18\x04 \x01(\x0b\x32\x17.meshmq.v1.ForwardChunkH\x00\x42\x06\n\x04kind\"<\n\x0c\x46orwardChunk\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08\"\x80\x01\n\x10QueueDeclaration\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\"<\n\rDeclareQueues\x12+\n\x06queues\x18\x01 \x03(\x0b\x32\x1b.meshmq.v1.QueueDeclaration\"\xc5\x01\n\x0cLinkResponse\x12)\n\x07welcome\x18\x01 \x01(\x0b\x32\x16.meshmq.v1.LinkWelcomeH\x00\x12/\n\x08\x62indings\x18\x02 \x01(\x0b\x32\x1b.meshmq.v1.BindingsSnapshotH\x00\x12,\n\x07\x63onfirm\x18\x03 \x01(\x0b\x32\x19.meshmq.v1.ForwardConfirmH\x00\x12#\n\x04ping\x18\x04 \x01(\x0b\x32\x13.meshmq.v1.LinkPingH\x00\x42\x06\n\x04kind\"\n\n\x08LinkPing\"\x9d\x01\n\tLinkHello\x12\x1a\n\x12\x63luster_connection\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12\x10\n\x08max_hops\x18\x04 \x01(\r\x12\x12\n\nscale_down\x18\x05 \x01(\x08\x12\x17\n\x0f\x63heck_period_ms\x18\x06 \x01(\r\x12\x11\n\tconnector\x18\x07 \x01(\t\"E\n\x0bLinkWelcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\"\xba\x01\n\x0e\x43lusterBinding\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12,\n\x0crouting_type\x18\x05 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\x12\x18\n\x10\x63onsumer_filters\x18\x07 \x03(\t\x12\x0c\n\x04hops\x18\x08 \x01(\r\"F\n\rClusterMember\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\"j\n\x10\x42indingsSnapshot\x12+\n\x08\x62indings\x18\x01 \x03(\x0b\x32\x19.meshmq.v1.ClusterBinding\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"~\n\x10\x46orwardedMessage\x12#\n\x07message\x18\x01 \x01(\x0b\x32\x12.meshmq.v1.Message\x12\x10\n\x08route_to\x18\x02 \x03(\t\x12\x1b\n\x13\x62ridge_duplicate_id\x18\x03 \x01(\t\x12\x16\n\x0e\x64\x65livery_count\x18\x04 \x01(\r\"O\n\x0c\x46orwardBatch\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12-\n\x08messages\x18\x02 \x03(\x0b\x32\x1b.meshmq.v1.ForwardedMessage\"3\n\x0e\x46orwardConfirm\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x01(\t2\xc4\x01\n\x07\x43luster\x12;\n\x04Link\x12\x16.meshmq.v1.LinkRequest\x1a\x17.meshmq.v1.LinkResponse(\x01\x30\x01\x12\x34\n\x04Vote\x12\x16.meshmq.v1.VoteRequest\x1a\x14.meshmq.v1.VoteReply\x12\x46\n\nForgetCopy\x12\x1c.meshmq.v1.ForgetCopyRequest\x1a\x1a.meshmq.v1.ForgetCopyReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'meshmq.v1.cluster_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LINKREQUEST']._serialized_start=65
-  _globals['_LINKREQUEST']._serialized_end=256
-  _globals['_FORWARDCHUNK']._serialized_start=258
-  _globals['_FORWARDCHUNK']._serialized_end=318
-  _globals['_QUEUEDECLARATION']._serialized_start=321
-  _globals['_QUEUEDECLARATION']._serialized_end=449
-  _globals['_DECLAREQUEUES']._serialized_start=451
-  _globals['_DECLAREQUEUES']._serialized_end=511
-  _globals['_LINKRESPONSE']._serialized_start=514
-  _globals['_LINKRESPONSE']._serialized_end=711
-  _globals['_LINKPING']._serialized_start=713
-  _globals['_LINKPING']._serialized_end=723
-  _globals['_LINKHELLO']._serialized_start=726
-  _globals['_LINKHELLO']._serialized_end=883
-  _globals['_LINKWELCOME']._serialized_start=885
-  _globals['_LINKWELCOME']._serialized_end=954
-  _globals['_CLUSTERBINDING']._serialized_start=957
-  _globals['_CLUSTERBINDING']._serialized_end=1143
-  _globals['_CLUSTERMEMBER']._serialized_start=1145
-  _globals['_CLUSTERMEMBER']._serialized_end=1215
-  _globals['_BINDINGSSNAPSHOT']._serialized_start=1217
-  _globals['_BINDINGSSNAPSHOT']._serialized_end=1323
-  _globals['_FORWARDEDMESSAGE']._serialized_start=1325
-  _globals['_FORWARDEDMESSAGE']._serialized_end=1451
-  _globals['_FORWARDBATCH']._serialized_start=1453
-  _globals['_FORWARDBATCH']._serialized_end=1532
-  _globals['_FORWARDCONFIRM']._serialized_start=1534
-  _globals['_FORWARDCONFIRM']._serialized_end=1585
-  _globals['_CLUSTER']._serialized_start=1587
-  _globals['_CLUSTER']._serialized_end=1657
+  _globals['_FORGETCOPYREQUEST']._serialized_start=64
+  _globals['_FORGETCOPYREQUEST']._serialized_end=124
+  _globals['_FORGETCOPYREPLY']._serialized_start=126
+  _globals['_FORGETCOPYREPLY']._serialized_end=160
+  _globals['_VOTEREQUEST']._serialized_start=162
+  _globals['_VOTEREQUEST']._serialized_end=248
+  _globals['_VOTEREPLY']._serialized_start=250
+  _globals['_VOTEREPLY']._serialized_end=330
+  _globals['_LINKREQUEST']._serialized_start=333
+  _globals['_LINKREQUEST']._serialized_end=524
+  _globals['_FORWARDCHUNK']._serialized_start=526
+  _globals['_FORWARDCHUNK']._serialized_end=586
+  _globals['_QUEUEDECLARATION']._serialized_start=589
+  _globals['_QUEUEDECLARATION']._serialized_end=717
+  _globals['_DECLAREQUEUES']._serialized_start=719
+  _globals['_DECLAREQUEUES']._serialized_end=779
+  _globals['_LINKRESPONSE']._serialized_start=782
+  _globals['_LINKRESPONSE']._serialized_end=979
+  _globals['_LINKPING']._serialized_start=981
+  _globals['_LINKPING']._serialized_end=991
+  _globals['_LINKHELLO']._serialized_start=994
+  _globals['_LINKHELLO']._serialized_end=1151
+  _globals['_LINKWELCOME']._serialized_start=1153
+  _globals['_LINKWELCOME']._serialized_end=1222
+  _globals['_CLUSTERBINDING']._serialized_start=1225
+  _globals['_CLUSTERBINDING']._serialized_end=1411
+  _globals['_CLUSTERMEMBER']._serialized_start=1413
+  _globals['_CLUSTERMEMBER']._serialized_end=1483
+  _globals['_BINDINGSSNAPSHOT']._serialized_start=1485
+  _globals['_BINDINGSSNAPSHOT']._serialized_end=1591
+  _globals['_FORWARDEDMESSAGE']._serialized_start=1593
+  _globals['_FORWARDEDMESSAGE']._serialized_end=1719
+  _globals['_FORWARDBATCH']._serialized_start=1721
+  _globals['_FORWARDBATCH']._serialized_end=1800
+  _globals['_FORWARDCONFIRM']._serialized_start=1802
+  _globals['_FORWARDCONFIRM']._serialized_end=1853
+  _globals['_CLUSTER']._serialized_start=1856
+  _globals['_CLUSTER']._serialized_end=2052
 # @@protoc_insertion_point(module_scope)

@@ -7,6 +7,42 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ForgetCopyRequest(_message.Message):
+    __slots__ = ("target_node_id", "copy_id")
+    TARGET_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    COPY_ID_FIELD_NUMBER: _ClassVar[int]
+    target_node_id: str
+    copy_id: str
+    def __init__(self, target_node_id: _Optional[str] = ..., copy_id: _Optional[str] = ...) -> None: ...
+
+class ForgetCopyReply(_message.Message):
+    __slots__ = ("node_id",)
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    def __init__(self, node_id: _Optional[str] = ...) -> None: ...
+
+class VoteRequest(_message.Message):
+    __slots__ = ("target_node_id", "request_to_stay_active", "copy_id")
+    TARGET_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_TO_STAY_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    COPY_ID_FIELD_NUMBER: _ClassVar[int]
+    target_node_id: str
+    request_to_stay_active: bool
+    copy_id: str
+    def __init__(self, target_node_id: _Optional[str] = ..., request_to_stay_active: _Optional[bool] = ..., copy_id: _Optional[str] = ...) -> None: ...
+
+class VoteReply(_message.Message):
+    __slots__ = ("node_id", "node_name", "vote", "connector")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    VOTE_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    node_name: str
+    vote: bool
+    connector: str
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., vote: _Optional[bool] = ..., connector: _Optional[str] = ...) -> None: ...
+
 class LinkRequest(_message.Message):
     __slots__ = ("hello", "forward", "declare", "chunk")
     HELLO_FIELD_NUMBER: _ClassVar[int]

@@ -39,6 +39,16 @@ class ClusterStub:
                 request_serializer=meshmq_dot_v1_dot_cluster__pb2.LinkRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_cluster__pb2.LinkResponse.FromString,
                 _registered_method=True)
+        self.Vote = channel.unary_unary(
+                '/meshmq.v1.Cluster/Vote',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.VoteRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.VoteReply.FromString,
+                _registered_method=True)
+        self.ForgetCopy = channel.unary_unary(
+                '/meshmq.v1.Cluster/ForgetCopy',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
@@ -50,6 +60,24 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Vote(self, request, context):
+        """A classic replication quorum vote (ha-policy replication master/slave):
+        does this node see `target_node_id` served, and where? Asked with the
+        cluster credential; answered only by an active node, from its links.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetCopy(self, request, context):
+        """A classic replication live lost its backup: the copy `copy_id` of its
+        store misses what it confirms from now on, and must never win a vote.
+        The live confirms alone only once enough lives have answered.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -57,6 +85,16 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.Link,
                     request_deserializer=meshmq_dot_v1_dot_cluster__pb2.LinkRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_cluster__pb2.LinkResponse.SerializeToString,
+            ),
+            'Vote': grpc.unary_unary_rpc_method_handler(
+                    servicer.Vote,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.VoteRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.VoteReply.SerializeToString,
+            ),
+            'ForgetCopy': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetCopy,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -86,6 +124,60 @@ class Cluster:
             '/meshmq.v1.Cluster/Link',
             meshmq_dot_v1_dot_cluster__pb2.LinkRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.LinkResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Vote(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Cluster/Vote',
+            meshmq_dot_v1_dot_cluster__pb2.VoteRequest.SerializeToString,
+            meshmq_dot_v1_dot_cluster__pb2.VoteReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetCopy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Cluster/ForgetCopy',
+            meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
+            meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -45,14 +45,16 @@ class PrimaryMessage(_message.Message):
     def __init__(self, welcome: _Optional[_Union[PrimaryWelcome, _Mapping]] = ..., snapshot: _Optional[_Union[SnapshotChunk, _Mapping]] = ..., append: _Optional[_Union[ReplicatedAppend, _Mapping]] = ..., ping: _Optional[_Union[ReplicationPing, _Mapping]] = ...) -> None: ...
 
 class PrimaryWelcome(_message.Message):
-    __slots__ = ("node_id", "node_name", "coordination_id")
+    __slots__ = ("node_id", "node_name", "coordination_id", "copy_id")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     COORDINATION_ID_FIELD_NUMBER: _ClassVar[int]
+    COPY_ID_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     node_name: str
     coordination_id: str
-    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., coordination_id: _Optional[str] = ...) -> None: ...
+    copy_id: str
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., coordination_id: _Optional[str] = ..., copy_id: _Optional[str] = ...) -> None: ...
 
 class SnapshotChunk(_message.Message):
     __slots__ = ("data", "last", "epoch")

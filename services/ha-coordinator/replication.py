@@ -19,19 +19,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 
 from meshmq.activation import LEASE_LOST
 from meshmq.config.models import BrokerConfig
 
 from .etcd_quorum import EtcdQuorum, QuorumLost
+from .pair import ReplicatingPair
 
 log = logging.getLogger("meshmq.ha")
 
 
-class ReplicationActivation:
+class ReplicationActivation(ReplicatingPair):
     def __init__(self, config: BrokerConfig, local_store: Callable[[], tuple[str, int]]) -> None:
         """`local_store()`: this node's id and its store's epoch (services/embedded.py reads them)."""
+        super().__init__()
         rep = config.ha_policy.replication
         assert rep is not None
         self.config = config
@@ -44,11 +46,6 @@ class ReplicationActivation:
         self.passive_start = rep.backup is not None
         # How long a silent stream counts as alive: a renewal period of the quorum lease.
         self.ack_timeout_s = max(0.2, props.session_ms * props.session_percent / 100 / 1000)
-        self.replicate: Callable[[], Awaitable[int]] | None = None  # the backup's replica runner
-        self.live_endpoint: Callable[[], str] = lambda: ""
-        self.backup_connector: Callable[[], str] = lambda: ""
-        self.backup_changed: asyncio.Event | None = None
-        self.connector = ""
         self._local_store = local_store
         self._keeper: asyncio.Task | None = None
 
@@ -56,8 +53,7 @@ class ReplicationActivation:
 
     async def acquire(self) -> int:
         if self.primary is None:
-            assert self.replicate is not None
-            floor = await self.replicate()
+            floor = await self._replicate()
         else:
             floor = await self._activate_primary()
         self._keeper = asyncio.create_task(self.quorum.keep())
@@ -87,8 +83,9 @@ class ReplicationActivation:
                 said = why
             await asyncio.sleep(self.ack_timeout_s)
 
-    async def try_take_over(self, coordination_id: str, instance: str, epoch: int) -> int | None:
-        """For the backup's runner: take over if the quorum allows it."""
+    async def try_take_over(self, coordination_id: str, instance: str, epoch: int, copy_id: str) -> int | None:
+        """For the backup's runner: take over if the quorum allows it (the
+        in-sync-replica key names the copy's instance; `copy_id` is classic's)."""
         self.quorum.set_coordination_id(coordination_id)
         return await self.quorum.activate(replica_epoch=epoch)
 
@@ -100,29 +97,19 @@ class ReplicationActivation:
             log.error("%s; stopping", exc)
         return LEASE_LOST
 
+    async def mark_in_sync(self, replica_instance: str) -> bool:
+        """The live's hook: its backup's copy is complete (it may take over)."""
+        return await self.quorum.mark_in_sync(replica_instance)
+
+    async def forget_copy(self, copy_id: str) -> bool:
+        """The live's hook, before it confirms alone: its backup may not take over."""
+        return await self.quorum.clear_in_sync()
+
     async def release(self, *, failover: bool, failback: bool = False) -> None:
         if self._keeper is not None:
             self._keeper.cancel()
             self._keeper = None
         await self.quorum.release()  # an in-sync backup takes over now
-
-    def live(self) -> str:
-        return self.live_endpoint()
-
-    def listening_at(self, endpoint: str) -> None:
-        self.connector = endpoint
-
-    async def backups(self) -> AsyncIterator[str]:
-        told = None
-        while True:
-            now = self.backup_connector()
-            if now != told:
-                told = now
-                yield now
-            if self.backup_changed is None:
-                await asyncio.Event().wait()
-            self.backup_changed.clear()
-            await self.backup_changed.wait()
 
     async def close(self) -> None:
         if self._keeper is not None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import grpc
 
+from meshmq.activation import StaleCopy
 from meshmq.config.models import BrokerConfig
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
@@ -36,11 +37,11 @@ log = logging.getLogger("meshmq.ha")
 
 class ReplicaRunner:
     def __init__(self, config: BrokerConfig, *, instance_id: str, connector: Callable[[], str], ack_timeout_s: float,
-                 try_activate: Callable[[str, str, int], Awaitable[int | None]],
+                 try_activate: Callable[[str, str, int, str], Awaitable[int | None]],
                  open_store: Callable[[Path, str], object]) -> None:
         """`open_store(path, node_id)`: the journal store on the installed copy, applying
         writes and checkpointing its WAL (services/embedded.py gives the journal's)."""
-        backup = config.ha_policy.replication.backup
+        backup = config.ha_policy.replication.backup_role
         self.config = config
         self.instance_id = instance_id
         self._group = backup.group_name or ""
@@ -52,9 +53,9 @@ class ReplicaRunner:
         self._try_activate = try_activate
         self._open_store = open_store
         self._path = config.journal_file()
-        # The live being replicated, and the copy: (coordination id, epoch) once installed.
+        # The live being replicated, and the copy: (coordination id, epoch, copy id) once installed.
         self.live = ""
-        self._copy: tuple[str, int] | None = None
+        self._copy: tuple[str, int, str] | None = None
 
     async def run(self) -> int:
         """Replicate until this backup may take over; the epoch floor it activates at."""
@@ -70,9 +71,12 @@ class ReplicaRunner:
     async def _take_over(self) -> int | None:
         if self._copy is None:
             return None
-        coordination_id, epoch = self._copy
+        coordination_id, epoch, copy_id = self._copy
         try:
-            floor = await self._try_activate(coordination_id, self.instance_id, epoch)
+            floor = await self._try_activate(coordination_id, self.instance_id, epoch, copy_id)
+        except StaleCopy:
+            self._copy = None
+            return None
         except Exception as exc:
             log.warning("replication: cannot ask the quorum whether to take over (%s)", exc)
             return None
@@ -97,7 +101,9 @@ class ReplicaRunner:
             log.info("replication: attached to %s (node %s); copying its store", endpoint, welcome.node_id)
             await self._follow(call, welcome)
         except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                log.debug("replication: %s replicates to no backup", endpoint)
+            elif exc.code() != grpc.StatusCode.UNAVAILABLE:
                 log.warning("replication: %s refused this backup: %s", endpoint, exc.details())
         except (TimeoutError, asyncio.TimeoutError):
             log.warning("replication: %s went silent", endpoint)
@@ -137,7 +143,7 @@ class ReplicaRunner:
                     if msg.snapshot.last:
                         store = await asyncio.to_thread(self._install, b"".join(chunks), welcome.node_id)
                         chunks = []
-                        self._copy = (welcome.coordination_id, msg.snapshot.epoch)
+                        self._copy = (welcome.coordination_id, msg.snapshot.epoch, welcome.copy_id)
                         await call.write(rpb.ReplicaMessage(ack=rpb.ReplicaAck(sequence=0)))
                         log.info("replication: copy installed (epoch %d); following the live's writes",
                                  msg.snapshot.epoch)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class _Replica:
 
     def __init__(self, hello: rpb.ReplicaHello) -> None:
         self.hello = hello
+        self.copy_id = uuid.uuid4().hex  # this copy of the store (classic votes refuse a stale one)
         self.out: asyncio.Queue[rpb.PrimaryMessage | None] = asyncio.Queue()
         self.sequence = 0  # the last write sent
         self.waiting: dict[int, asyncio.Future[bool]] = {}  # sequence -> acknowledged (True) or lost (False)
@@ -81,7 +83,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
     def __init__(self, inner: JournalAPI, sqlite_path: Path, *, node_name: str, group_name: str | None,
                  cluster_user: str, cluster_password: str | None, security_enabled: bool,
                  sync_timeout_ms: int, ack_timeout_s: float,
-                 mark_in_sync: Callable[[str], Awaitable[bool]], forget_replica: Callable[[], Awaitable[bool]],
+                 mark_in_sync: Callable[[str], Awaitable[bool]], forget_replica: Callable[[str], Awaitable[bool]],
                  coordination_id: Callable[[], str], on_fenced: Callable[[str], None]) -> None:
         self.inner = inner
         self.description = inner.description
@@ -162,9 +164,9 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             out.set_result(resp)
 
 
-    async def _forget(self) -> bool:
+    async def _forget(self, copy_id: str) -> bool:
         try:
-            ok = await self._forget_replica()
+            ok = await self._forget_replica(copy_id)
         except Exception as exc:
             log.error("replication: could not unmark the backup in the quorum (%s); stopping", exc)
             ok = False
@@ -203,7 +205,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             self._forgetting = None
             replica = _Replica(hello)
             await context.write(rpb.PrimaryMessage(welcome=rpb.PrimaryWelcome(
-                node_id=self.node_id, node_name=self._node_name, coordination_id=self._coordination_id())))
+                node_id=self.node_id, node_name=self._node_name, coordination_id=self._coordination_id(),
+                copy_id=replica.copy_id)))
             snapshot, epoch = await self._copy(replica)
         except (TimeoutError, asyncio.TimeoutError):
             log.error("replication: copying the store for %s took longer than initial-replication-sync-timeout "
@@ -306,7 +309,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             self.backup_connector = ""
             self.backup_changed.set()
             # Every write from now on waits for this before it is confirmed (_complete).
-            self._forgetting = asyncio.ensure_future(self._forget())
+            self._forgetting = asyncio.ensure_future(self._forget(replica.copy_id))
 
 
 def _read_store(path: Path) -> tuple[bytes, int]:

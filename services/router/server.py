@@ -18,7 +18,8 @@ from meshmq.journal_client import JournalAPI
 from meshmq.security.authentication import Authenticator
 from meshmq.security.authorization import Authorizer
 from meshmq.security.passwords import is_hashed
-from meshmq.transport import MAX_CLIENT_FRAME, UserCheck, add_servicer, bind_listener, server_options
+from meshmq.transport import (MAX_CLIENT_FRAME, ClusterIdentityCheck, UserCheck, add_servicer, bind_listener,
+                              server_options)
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import cluster_pb2 as cpb
@@ -114,9 +115,10 @@ def global_max_size(configured: int) -> int:
     return psutil.virtual_memory().total // 2
 
 
-LINK_METHOD = "/meshmq.v1.Cluster/Link"
-# Checked by the replication service itself: a backup presents the cluster credential, not a user's.
-REPLICATION_METHOD = "/meshmq.v1.Replication/Attach"
+# Methods that check the cluster credential themselves (other nodes call them, not users):
+# links, quorum votes, and a backup's replication stream.
+QUORUM_METHODS = ("/meshmq.v1.Cluster/Vote", "/meshmq.v1.Cluster/ForgetCopy")
+CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach")
 
 
 class RouterNode:
@@ -151,8 +153,12 @@ class RouterNode:
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
         # With security on, a caller without a valid user is refused before any method runs.
-        checks = [UserCheck(auth.identify, service=f"router {self.config.name}", own_check=(LINK_METHOD, REPLICATION_METHOD))
-                  ] if auth.enabled else []
+        checks: list = [UserCheck(auth.identify, service=f"router {self.config.name}",
+                                  own_check=CLUSTER_CREDENTIAL_METHODS)] if auth.enabled else []
+        if self.config.cluster_password is not None or self.config.security_enabled:
+            # The quorum calls are unary: refused here, before their request is even decoded.
+            checks.append(ClusterIdentityCheck(self.config.cluster_user, self.config.cluster_password,
+                                               service=f"router {self.config.name}", only_methods=QUORUM_METHODS))
         self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME), interceptors=checks)
         authorizer = Authorizer.from_config(self.config)
         plain = [u.username for u in self.config.users if not is_hashed(u.password)]

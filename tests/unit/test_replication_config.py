@@ -1,5 +1,6 @@
-"""ha-policy replication in node config (issue 12): the pluggable-quorum roles
-on etcd, their defaults, and what is refused with the reason."""
+"""ha-policy replication in node config (issue 12): the classic roles (quorum
+votes) and the pluggable-quorum roles on etcd, their defaults, and what is
+refused with the reason."""
 
 from __future__ import annotations
 
@@ -15,6 +16,24 @@ def problems(text: str) -> list[str]:
     with pytest.raises(ConfigError) as err:
         load_config_text(text, source="node.yaml")
     return [str(p) for p in err.value.problems]
+
+
+def test_the_classic_roles_and_their_defaults_are_artemis_s():
+    master = load_config_text("ha-policy: {replication: {master: {}}}\n")
+    m = master.ha_policy.replication.master
+    assert master.ha_role == "replication master"
+    assert master.ha_policy.replication.manager is None
+    assert (m.check_for_live_server, m.vote_on_replication_failure, m.quorum_size, m.vote_retries,
+            m.vote_retry_wait, m.quorum_vote_wait, m.initial_replication_sync_timeout, m.group_name,
+            m.cluster_name) == (False, False, -1, 12, 5000, 30, 30000, None, None)
+    assert master.replication_lives == []  # no other live to ask
+    slave = load_config_text("ha-policy: {replication: {slave: {group-name: fish}}}\n" + BACKUP_LINKS)
+    s = slave.ha_policy.replication.slave
+    assert slave.ha_role == "replication slave"
+    assert (s.allow_failback, s.restart_backup, s.max_saved_replicated_journals_size, s.quorum_size,
+            s.vote_retries, s.vote_retry_wait, s.quorum_vote_wait, s.group_name) == (
+        True, True, 2, -1, 12, 5000, 30, "fish")
+    assert slave.replication_lives == ["10.0.0.1:61616"]
 
 
 def test_the_roles_and_their_defaults():
@@ -42,8 +61,19 @@ def test_the_roles_and_their_defaults():
      "data-directory); for a shared PostgreSQL store use shared-store"),
     ("ha-policy: {replication: {primary: {manager: {properties: {connect-string: 'nohost'}}}}}\n",
      "node.yaml:1: ha-policy.replication.primary.manager.properties.connect-string:"),
-    ("ha-policy: {replication: {master: {}}}\n",
-     "node.yaml:1: ha-policy.replication.master: unknown key (expected one of: primary, backup)"),
+    ("ha-policy: {replication: {colocated: {}}}\n",
+     "node.yaml:1: ha-policy.replication.colocated: unknown key (expected one of: primary, backup, master, slave)"),
+    (f"ha-policy: {{replication: {{master: {{}}, primary: {{{MANAGER}}}}}}}\n",
+     "node.yaml:1: ha-policy.replication: give exactly one role: master or slave"),
+    ("ha-policy: {replication: {slave: {}}}\n",
+     "node.yaml:1: ha-policy.replication.slave.cluster-name: a backup finds its live through a cluster "
+     "connection's static-connectors"),
+    ("ha-policy: {replication: {master: {check-for-live-server: true}}}\n",
+     "node.yaml:1: ha-policy.replication.master.check-for-live-server: not built yet"),
+    ("ha-policy: {replication: {master: {cluster-name: nope}}}\n" + BACKUP_LINKS,
+     "node.yaml:1: ha-policy.replication.master.cluster-name: no cluster connection named 'nope'"),
+    ("ha-policy: {replication: {slave: {vote-retries: -1}}}\n" + BACKUP_LINKS,
+     "node.yaml:1: ha-policy.replication.slave.vote-retries:"),
     (f"ha-policy: {{replication: {{backup: {{{MANAGER}, allow-failback: true}}}}}}\n" + BACKUP_LINKS,
      "node.yaml:1: ha-policy.replication.backup.allow-failback: not built yet for replication"),
     (f"security-enabled: true\nusers: [{{username: a, password: b}}]\nha-policy: {{replication: {{primary: {{{MANAGER}}}}}}}\n",

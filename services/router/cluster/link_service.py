@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 import grpc
@@ -59,6 +60,27 @@ def offered_bindings(broker: Broker, source_node_id: str, max_hops: int) -> list
     return out
 
 
+def answer_vote(request: cpb.VoteRequest, members: list[cpb.ClusterMember], stale_copies: Collection[str]
+                ) -> cpb.VoteReply:
+    """A classic quorum vote, as Artemis's server-connect vote handler answers
+    it: `members` are this node and the nodes it is linked to now. A backup
+    asking to take the target's place gets a vote when the target is not among
+    them — and, beyond Artemis, only if its copy is not one the target declared
+    stale (ForgetCopy); the target asking to stay live gets one when it is seen
+    (with where: a backup that took its place serves the same node id elsewhere)."""
+    connector = next((m.connector for m in members if m.node_id == request.target_node_id), "")
+    seen = connector != ""
+    if request.request_to_stay_active:
+        return cpb.VoteReply(vote=seen, connector=connector)
+    return cpb.VoteReply(vote=not seen and request.copy_id not in stale_copies, connector=connector)
+
+
+# Stale copies remembered per live (a backup re-copies at most this often between two failures of its
+# live), and lives remembered (the oldest are forgotten first).
+STALE_COPIES_KEPT = 64
+STALE_LIVES_KEPT = 1024
+
+
 class ClusterServicer(cgrpc.ClusterServicer):
     def __init__(self, broker: Broker, cluster_user: str, cluster_password: str | None,
                  members: Callable[[], list[cpb.ClusterMember]] = list, group_name: str = "",
@@ -78,6 +100,8 @@ class ClusterServicer(cgrpc.ClusterServicer):
         self._password = cluster_password
         self.links: dict[str, cpb.LinkHello] = {}
         self._outs: set[asyncio.Queue] = set()
+        # Copies of each live's store its live declared stale (classic replication votes refuse them).
+        self._stale: dict[str, deque[str]] = {}
 
     def close(self) -> None:
         """End every link now (the node is stopping): the sources see the
@@ -85,19 +109,55 @@ class ClusterServicer(cgrpc.ClusterServicer):
         for out in self._outs:
             out.put_nowait(None)
 
-    async def Link(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
+    def _refusal(self, context: grpc.aio.ServicerContext, what: str) -> BrokerError | None:
+        """Why a caller without the cluster credential may not open `what` (None: it may)."""
         if self._closed:
-            await abort_with(context, BrokerError(
-                Reason.UNAUTHENTICATED, f"node {self.broker.name} takes no cluster links: security-enabled is true "
-                                        "and no cluster-password is set"))
-            return
+            return BrokerError(Reason.UNAUTHENTICATED, f"node {self.broker.name} takes no {what}: security-enabled "
+                                                       "is true and no cluster-password is set")
         metadata = dict(context.invocation_metadata() or ())
         if self._password is not None and not has_cluster_credential(metadata, self._user, self._password):
-            log.error("refused a cluster link from %s: wrong or missing cluster credential (cluster-user / "
-                      "cluster-password must be the same on every node)", context.peer())
-            await abort_with(context, BrokerError(
-                Reason.UNAUTHENTICATED, f"node {self.broker.name} refused the link: wrong or missing cluster "
-                                        "credential (cluster-user / cluster-password)"))
+            log.error("refused a %s from %s: wrong or missing cluster credential (cluster-user / "
+                      "cluster-password must be the same on every node)", what, context.peer())
+            return BrokerError(Reason.UNAUTHENTICATED, f"node {self.broker.name} refused the {what}: wrong or "
+                                                       "missing cluster credential (cluster-user / cluster-password)")
+        return None
+
+    async def Vote(self, request: cpb.VoteRequest, context: grpc.aio.ServicerContext) -> cpb.VoteReply:
+        refused = self._refusal(context, "quorum vote")
+        if refused is not None:
+            await abort_with(context, refused)
+        if not request.target_node_id:
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a vote needs target_node_id"))
+        reply = answer_vote(request, self._members(), self._stale.get(request.target_node_id, ()))
+        reply.node_id, reply.node_name = self.broker.node_id, self.broker.name
+        if not request.request_to_stay_active:
+            log.info("quorum vote: a backup of %s asked to take over (copy %s): %s", request.target_node_id,
+                     request.copy_id, "voted for it" if reply.vote else
+                     f"voted against (the live is seen at {reply.connector})" if reply.connector
+                     else "voted against (its live declared that copy stale)")
+        return reply
+
+    async def ForgetCopy(self, request: cpb.ForgetCopyRequest, context: grpc.aio.ServicerContext
+                         ) -> cpb.ForgetCopyReply:
+        refused = self._refusal(context, "stale-copy notice")
+        if refused is not None:
+            await abort_with(context, refused)
+        if not request.target_node_id or not request.copy_id:
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "ForgetCopy needs target_node_id and copy_id"))
+        kept = self._stale.pop(request.target_node_id, None) or deque(maxlen=STALE_COPIES_KEPT)
+        self._stale[request.target_node_id] = kept  # the most recently told last
+        while len(self._stale) > STALE_LIVES_KEPT:
+            del self._stale[next(iter(self._stale))]
+        if request.copy_id not in kept:
+            kept.append(request.copy_id)
+        log.info("quorum vote: %s declared its backup's copy %s stale; no vote for it from here",
+                 request.target_node_id, request.copy_id)
+        return cpb.ForgetCopyReply(node_id=self.broker.node_id)
+
+    async def Link(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
+        refused = self._refusal(context, "cluster link")
+        if refused is not None:
+            await abort_with(context, refused)
             return
         opened = await read_hello(request_iterator, context, "a link")
         if opened is None:

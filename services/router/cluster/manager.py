@@ -82,7 +82,10 @@ class ClusterConnections:
         connection of the same name, when that one learns members (static
         connectors, not allow-direct-connections-only): a node that joins by
         naming one member is then reached by it, as Artemis announces a
-        joining node to the cluster. A discovery group names every node anyway."""
+        joining node to the cluster. A discovery group names every node anyway.
+        A backup that took over a live's node id is linked back to as well: the
+        cluster then sees that node id served where the backup listens (what a
+        quorum vote asks)."""
         cc = self.config.cluster_connections.get(hello.cluster_connection)
         if self._identity is None:  # a hello between the server's start and ours: answered at start()
             self._early_hellos.append(hello)
@@ -90,8 +93,10 @@ class ClusterConnections:
         if (cc is None or hello.scale_down or not hello.connector or cc.allow_direct_connections_only
                 or not cc.static_connectors or hello.node_id == self.broker.node_id):
             return
+        # Linked to that node already — unless only at an endpoint that is down
+        # while it links from another one (a backup serving a live's node id now).
         if any(b.cc_name == hello.cluster_connection and b.target_node_id == hello.node_id
-               for b in self.bridges.values()):
+               and (b.state == CONNECTED or b.endpoint == hello.connector) for b in self.bridges.values()):
             return
         if self._link(hello.cluster_connection, hello.connector) is not None:
             log.info("cluster connection %s: linking back to %s (%s), which linked to this node",

@@ -1,0 +1,180 @@
+"""ha-policy replication master/slave (classic): when a replicating node may
+serve, decided by quorum votes among the cluster's lives (quorum_vote.py).
+
+* A **master** serves from the start, as in Artemis. When it loses its
+  backup it declares the backup's copy stale to enough lives before it
+  confirms anything alone (`forget_copy`); until they answer, confirms wait.
+  With `vote-on-replication-failure` it also asks whether it may stay live,
+  and stops if a quorum does not see it (another node may serve its id).
+* A **slave** copies its master's store (services/router/replica.py) and,
+  when the stream ends, runs up to `vote-retries` rounds of votes
+  `vote-retry-wait` apart, each waiting `quorum-vote-wait` seconds at most;
+  it takes over once enough lives no longer see its master. If every round
+  fails its copy is dropped and it replicates again (Artemis restarts the
+  backup).
+
+The lives asked are the static connectors of the replication cluster
+connection (`cluster-name`); `quorum-size` -1 counts them (a master counts
+itself too). With no other life a backup takes over whenever it loses its
+live, even when only the network between them failed: that split-brain risk
+is logged at start, and pluggable quorum on etcd (primary/backup) is the remedy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+
+from meshmq.activation import LEASE_LOST, StaleCopy
+from meshmq.config.models import BrokerConfig
+from meshmq.runtime import NodeHalted
+from meshmq.v1 import cluster_pb2 as cpb
+
+from .pair import ReplicatingPair
+from .quorum_vote import Tally, acks_needed, ask, forget_copy, quorum_size, votes_needed
+
+log = logging.getLogger("meshmq.ha")
+
+
+class ClassicActivation(ReplicatingPair):
+    def __init__(self, config: BrokerConfig, identity, local_store: Callable[[], tuple[str, int]]) -> None:
+        """`identity`: how this node opens calls to other nodes (the cluster
+        connection's TLS and credential; services/embedded.py gives the router's);
+        `local_store()`: this node's id and its store's epoch."""
+        super().__init__()
+        self._local_store = local_store
+        rep = config.ha_policy.replication
+        assert rep is not None and rep.classic
+        self.master = rep.master
+        self.role = rep.master or rep.slave
+        self.passive_start = rep.slave is not None
+        self.instance = f"{config.name}/{uuid.uuid4()}"
+        self.description = "classic replication (quorum votes)"
+        self._identity = identity
+        self._lives = config.replication_lives
+        cc_name = self.role.cluster_name or next(iter(config.cluster_connections), None)
+        cc = config.cluster_connections.get(cc_name) if cc_name else None
+        # How long a silent stream counts as alive: the cluster connection's connection-ttl.
+        self.ack_timeout_s = max(0.2, (cc.connection_ttl if cc is not None else 60000) / 1000)
+        self.node_id: Callable[[], str] = lambda: ""  # the live's own id (its journal's), for its notices
+        self._own: set[str] = set()
+
+    @property
+    def size(self) -> int:
+        """The lives a vote counts: quorum-size, or the lives named (a master counts itself)."""
+        named = len(set(self._lives) - self._own) + (1 if self.master is not None else 0)
+        return quorum_size(self.role.quorum_size, named)
+
+    def listening_at(self, endpoint: str) -> None:
+        super().listening_at(endpoint)
+        self._own.add(endpoint)
+
+    # ------------------------------------------------------------ Activation
+
+    async def acquire(self) -> int:
+        if self.size <= 1:
+            log.warning("classic replication: no other live to ask (quorum size %d): %s whenever the two lose "
+                        "each other, even when only the network between them failed (split brain). List every "
+                        "live in the cluster connection's static-connectors, or use pluggable quorum on etcd "
+                        "(ha-policy replication primary/backup) — docs/ha.md", self.size,
+                        "this backup takes over" if self.master is None else "the backup takes over")
+        if self.master is None:
+            return await self._replicate()
+        await self._refuse_if_served_elsewhere()
+        return 0  # a master serves from the start; its journal raises the epoch
+
+    async def _refuse_if_served_elsewhere(self) -> None:
+        """A master starting while its slave serves its store (it took over
+        while this node was down) must not serve this stale journal too: Artemis
+        serves both unless check-for-live-server; meshmq asks the lives first
+        and stops. Nobody can see this node itself yet (it does not serve)."""
+        assert self.master is not None
+        node_id, _ = await asyncio.to_thread(self._local_store)
+        others = [e for e in self._lives if e not in self._own]
+        if not others:
+            return
+        request = cpb.VoteRequest(target_node_id=node_id, request_to_stay_active=True)
+        tally = await ask(others, self._identity, request, Tally(needed=len(others) + 1), self.master.quorum_vote_wait)
+        elsewhere = sorted((voter, at) for voter, at in tally.seen_at.items() if at)
+        if elsewhere:
+            voter, at = elsewhere[0]
+            raise NodeHalted(f"classic replication: this node's store (node {node_id}) is served at {at} (seen by "
+                             f"{voter}): its slave took over while this node was down, and this journal is stale. "
+                             "Start this node as a slave to copy the live's store (failback, check-for-live-server, "
+                             "is not built yet)")
+
+    async def try_take_over(self, coordination_id: str, instance: str, epoch: int, copy_id: str) -> int | None:
+        """For the slave's runner once the stream ended: vote rounds; the epoch
+        floor to activate at, or StaleCopy when every round failed."""
+        rounds = max(1, self.role.vote_retries)
+        needed = votes_needed(self.size)
+        request = cpb.VoteRequest(target_node_id=coordination_id, copy_id=copy_id)
+        for n in range(1, rounds + 1):
+            tally = await ask(self._lives, self._identity, request, Tally(needed), self.role.quorum_vote_wait)
+            if tally.decided:
+                log.info("classic replication: quorum vote %d/%d won (%d of %d lives needed agree %s is gone); "
+                         "taking over", n, rounds, tally.positive, needed, coordination_id)
+                return epoch + 1
+            log.warning("classic replication: quorum vote %d/%d lost: %d of %d needed votes (%s); %s", n, rounds,
+                        tally.positive, needed, _voices(tally) or "no live answered",
+                        "voting again" if n < rounds else "giving up")
+            if n < rounds:
+                await asyncio.sleep(self.role.vote_retry_wait / 1000)
+        log.warning("classic replication: vote-retries (%d) exhausted; dropping this copy and replicating again "
+                    "(a restarted backup, as Artemis)", rounds)
+        raise StaleCopy(coordination_id)
+
+    async def mark_in_sync(self, replica_instance: str) -> bool:
+        """The master's hook: nothing to record (every copy has an id of its own)."""
+        return True
+
+    async def forget_copy(self, copy_id: str) -> bool:
+        """The master's hook, before it confirms alone: enough lives hold the
+        lost backup's copy stale that it cannot win a vote. Confirms wait
+        until they do; False (the node halts) only when vote-on-replication-failure
+        asks and a quorum does not see this node as the live."""
+        assert self.master is not None
+        need = acks_needed(self.size)
+        others = [e for e in self._lives if e not in self._own]
+        said = ""
+        while True:
+            acked = await forget_copy(others, self._identity, self.node_id(), copy_id, self.master.quorum_vote_wait)
+            if len(acked) >= need:
+                log.info("classic replication: %d live(s) hold the lost backup's copy stale (%d needed); "
+                         "confirming alone", len(acked), need)
+                return True
+            if self.master.vote_on_replication_failure and not await self._may_stay():
+                log.error("classic replication: vote-on-replication-failure: a quorum of lives does not see this "
+                          "node as the live; stopping (another node may serve its store)")
+                return False
+            why = (f"only {len(acked)} of the {need} lives needed took the notice that the lost backup's copy is "
+                   "stale; confirms wait (a backup with that copy could otherwise take over without them)")
+            if why != said:
+                log.warning("classic replication: %s", why)
+                said = why
+            await asyncio.sleep(max(0.2, self.master.vote_retry_wait / 1000))
+
+    async def _may_stay(self) -> bool:
+        assert self.master is not None
+        request = cpb.VoteRequest(target_node_id=self.node_id(), request_to_stay_active=True)
+        tally = Tally(votes_needed(self.size), request_to_stay_active=True, own_connectors=frozenset(self._own))
+        others = [e for e in self._lives if e not in self._own]
+        await ask(others, self._identity, request, tally, self.master.quorum_vote_wait)
+        return tally.decided
+
+    async def held(self) -> str:
+        """No lease to lose: a master stops on a signal, or halts when its writes are refused."""
+        await asyncio.Event().wait()
+        return LEASE_LOST
+
+    async def release(self, *, failover: bool, failback: bool = False) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+def _voices(tally: Tally) -> str:
+    return ", ".join(f"{node} {'for' if v else 'against'}" for node, v in sorted(tally.voters.items()))

@@ -1,0 +1,198 @@
+"""Classic replication (ha-policy replication master/slave, issue 12): no lock
+anywhere; a slave that loses its master takes over only when a quorum of the
+cluster's lives no longer sees the master. Real router processes, and TCP
+proxies that cut the network between two of them while both stay up.
+
+The cluster: master M and two more lives L2 and L3 linked to each other by a
+cluster connection; the slave S reaches each of the three through a proxy of
+its own, so cutting those proxies isolates S and nothing else."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.fixtures.nodes import Nodes, eventually, free_port
+from tests.fixtures.tcp_proxy import TcpProxy
+
+from .test_shared_store import QUEUE, answers, drain, log_has, node_info, send
+
+pytestmark = pytest.mark.integration
+
+# Links that notice a silent peer within 2 s (defaults: 30 s / 60 s).
+LINK = "check-period: 500, connection-ttl: 2000, retry-interval: 200, max-retry-interval: 500"
+COMMON = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
+
+
+@pytest.fixture
+def proxies():
+    made: list[TcpProxy] = []
+
+    def make(target: str) -> TcpProxy:
+        made.append(TcpProxy(target).start())
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def router(nodes: Nodes, name: str, port: int, connectors: dict[str, str], policy: str = "", start: bool = True):
+    names = ", ".join(connectors)
+    extra = (f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n"
+             f"connectors: {{{', '.join(f'{k}: {v!r}' for k, v in connectors.items())}}}\n"
+             f"cluster-connections: {{ha: {{static-connectors: [{names}], {LINK}}}}}\n" + COMMON)
+    if policy:
+        extra += f"ha-policy:\n  replication:\n    {policy}\n"
+    return nodes.router(name, extra=extra, start=start)
+
+
+def cluster(nodes: Nodes, proxies, *, master_policy: str = "master: {vote-retry-wait: 200, quorum-vote-wait: 2}",
+            slave_policy: str = "slave: {vote-retries: 3, vote-retry-wait: 300, quorum-vote-wait: 2}",
+            master_behind_proxies: bool = False) -> dict:
+    """M, L2, L3 linked to each other, and S reaching each of them through a
+    proxy of its own (`proxy`). With `master_behind_proxies`, the links
+    between M and L2/L3 pass through proxies too (`cut_master`)."""
+    ports = {n: free_port() for n in ("m", "l2", "l3", "s")}
+    ep = {n: f"127.0.0.1:{p}" for n, p in ports.items()}
+    c: dict = {"proxy": {n: proxies(ep[n]) for n in ("m", "l2", "l3")}, "cut_master": []}
+
+    def path(target: str) -> str:
+        if not master_behind_proxies:
+            return ep[target]
+        c["cut_master"].append(proxies(ep[target]))
+        return c["cut_master"][-1].endpoint
+
+    c["m"] = router(nodes, "m", ports["m"], {"l2": path("l2"), "l3": path("l3")}, master_policy)
+    c["l2"] = router(nodes, "l2", ports["l2"], {"m": path("m"), "l3": ep["l3"]})
+    c["l3"] = router(nodes, "l3", ports["l3"], {"m": path("m"), "l2": ep["l2"]})
+    to = c["proxy"]
+    c["s"] = router(nodes, "s", ports["s"], {"m": to["m"].endpoint, "l2": to["l2"].endpoint,
+                                              "l3": to["l3"].endpoint}, slave_policy)
+    return c
+
+
+def count(proc, text: str) -> int:
+    """Occurrences in the node's log (which spans its restarts)."""
+    return proc.log_path.read_text().count(text)
+
+
+def syncs(master) -> int:
+    """How many times a slave became in sync with `master`."""
+    return count(master, "is in sync (it may take over")
+
+
+async def in_sync(master, slave, after: int = 0) -> None:
+    await eventually(lambda: syncs(master) > after, 20, "the slave to be in sync")
+
+
+async def test_kill_9_of_the_master_the_slave_wins_the_vote_and_takes_over_with_every_confirmed_message(
+        nodes, proxies):
+    c = cluster(nodes, proxies)
+    m, s = c["m"], c["s"]
+    await send(m, 0, 100)
+    await in_sync(m, s)
+    await send(m, 100, 100)
+    assert not await answers(s)
+    node_id = m.info["node_id"]
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: answers(s), 30, "the slave to take over")
+    info = await node_info(s)
+    assert (info.node_id, info.ha_policy) == (node_id, "replication slave")
+    assert info.epoch > m.info["epoch"]
+    assert await drain(s, 200) == list(range(200))
+    assert log_has(s, "won (2 of 2 lives needed agree")  # L2 and L3 no longer saw M
+    assert log_has(c["l2"], "voted for it") and log_has(c["l3"], "voted for it")
+    # M restarted with its stale journal does not serve it beside S: it asks the lives and stops.
+    with pytest.raises(RuntimeError, match="exited with 3"):
+        await asyncio.to_thread(m.start)
+    assert log_has(m, f"is served at {s.endpoint}") and log_has(m, "Start this node as a slave")
+    assert await drain(s, 1) == []  # S still serves (everything was drained above)
+
+
+async def test_replication_cut_while_the_others_see_the_master_the_slave_does_not_take_over(nodes, proxies):
+    c = cluster(nodes, proxies)
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    c["proxy"]["m"].cut()  # only the stream between M and S
+    # S votes; L2 and L3 still see M and vote against, every round.
+    await eventually(lambda: log_has(s, "vote-retries (3) exhausted"), 30, "the slave's votes to fail")
+    assert count(s, "quorum vote") >= 3 and not log_has(s, "taking over")
+    assert log_has(c["l2"], "voted against (the live is seen at") and log_has(c["l3"], "voted against")
+    assert not await answers(s)
+    # M goes on alone, once the lives hold S's copy stale.
+    await send(m, 10, 10)
+    assert log_has(m, "hold the lost backup's copy stale")
+    # The network heals: S copies M again, and can take over again.
+    before = syncs(m)
+    c["proxy"]["m"].heal()
+    await in_sync(m, s, after=before)
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: answers(s), 30, "the slave to take over")
+    assert await drain(s, 20) == list(range(20))
+
+
+async def test_a_copy_the_master_went_on_without_never_wins_even_once_the_master_is_gone(nodes, proxies):
+    """Beyond Artemis: S is cut off from M, M confirms messages S does not have,
+    then M dies. L2 and L3 no longer see M, but M told them S's copy is stale:
+    S does not take over with a copy that lacks confirmed messages."""
+    c = cluster(nodes, proxies, slave_policy="slave: {vote-retries: 3, vote-retry-wait: 3000, quorum-vote-wait: 2}")
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    c["proxy"]["m"].cut()
+    await eventually(lambda: log_has(s, "quorum vote 1/3 lost"), 20, "the slave's first vote to fail")
+    await send(m, 10, 10)  # confirmed by M alone: S's copy misses these
+    assert log_has(m, "hold the lost backup's copy stale")
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: log_has(s, "vote-retries (3) exhausted"), 30, "the slave's votes to fail")
+    assert not await answers(s) and not log_has(s, "taking over")
+    assert log_has(c["l2"], "voted against (its live declared that copy stale)")
+    # M comes back with every message it confirmed; S copies it again.
+    before = syncs(m)
+    c["proxy"]["m"].heal()
+    await asyncio.to_thread(m.start)
+    await in_sync(m, s, after=before)
+    assert await drain(m, 20) == list(range(20))
+
+
+async def test_an_isolated_slave_stays_passive(nodes, proxies):
+    c = cluster(nodes, proxies)
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    for p in c["proxy"].values():
+        p.cut()
+    await eventually(lambda: log_has(s, "vote-retries (3) exhausted"), 30, "the slave's votes to fail")
+    assert log_has(s, "no live answered") and not log_has(s, "taking over")
+    assert not await answers(s)
+    await send(m, 10, 10)  # M goes on: L2 and L3 took its notice
+    for p in c["proxy"].values():
+        p.heal()
+    before = syncs(m)
+    await in_sync(m, s, after=before)
+    assert await drain(m, 20) == list(range(20))
+
+
+async def test_a_master_cut_off_from_the_cluster_with_vote_on_replication_failure_stops_and_its_slave_takes_over(
+        nodes, proxies):
+    """M reaches L2 and L3, and they reach M, only through proxies: cutting
+    them and S's path to M isolates M. M confirms nothing alone (no live takes
+    its notice), loses the vote to stay live and stops; L2 and L3 no longer
+    see M and S takes over with every confirmed message."""
+    c = cluster(nodes, proxies, master_behind_proxies=True,
+                master_policy="master: {vote-on-replication-failure: true, vote-retry-wait: 200, quorum-vote-wait: 2}")
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    for p in (*c["cut_master"], c["proxy"]["m"]):
+        p.cut()
+    late = asyncio.ensure_future(send(m, 10, 1))  # never confirmed: M cannot make S's copy stale
+    await eventually(lambda: answers(s), 30, "the slave to take over")
+    assert await asyncio.to_thread(m.proc.wait, 30) == 3
+    assert log_has(m, "vote-on-replication-failure: a quorum of lives does not see this node")
+    with pytest.raises(Exception):
+        await asyncio.wait_for(late, 10)
+    assert await drain(s, 11) == list(range(10))
