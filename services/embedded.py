@@ -70,8 +70,31 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
     backup (services/router/replication.py); a backup copies its live's store
     (services/router/replica.py) until the quorum lets it take over —
     pluggable on etcd (services/ha-coordinator/replication.py) or classic
-    votes among the cluster's lives (services/ha-coordinator/classic.py)."""
+    votes among the cluster's lives (services/ha-coordinator/classic.py). A
+    classic slave that took over streams to a backup too (its master failing
+    back), and after stepping down for it waits as a backup again (restart-backup)."""
+    from meshmq.activation import FAILED_BACK
+
+    rep = config.ha_policy.replication
+    slave = rep.slave
+
+    def keep_ports(bound: BrokerConfig) -> None:
+        """Acceptor ports picked at the first run (port 0) stay the node's for the next."""
+        nonlocal config
+        config = bound
+
+    while True:
+        outcome = await _replicating_run(config, ready_file=ready_file, on_ready=on_ready, on_bound=keep_ports)
+        if outcome != FAILED_BACK or slave is None or not slave.restart_backup:
+            return
+
+
+async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_ready: Callable[[dict], None] | None,
+                           on_bound: Callable[[BrokerConfig], None]) -> str | None:
+    """One run of a replicating node, from waiting (a backup) to stopping."""
     from services.router.cluster.link_identity import link_identity
+    from services.router.replica import ReplicaRunner
+    from services.router.replication import ReplicatingJournal
     from services.router.service import run_router as run
     from meshmq.v1 import replication_pb2 as rpb
 
@@ -84,34 +107,40 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
         from services.ha_coordinator.replication import ReplicationActivation
 
         activation = ReplicationActivation(config, local_store=lambda: _local_store(config))
-    try:
-        live = rep.live_role
-        if live is not None:
-            from services.router.replication import ReplicatingJournal
 
+    def runner(**kwargs) -> ReplicaRunner:
+        return ReplicaRunner(config, instance_id=activation.instance, connector=lambda: activation.connector,
+                             ack_timeout_s=activation.ack_timeout_s, try_activate=activation.try_take_over,
+                             open_store=_replica_store, **kwargs)
+
+    try:
+        role = rep.live_role or rep.backup_role
+        journal = journal_for(config)
+        services = []
+        # A live streams to its backup; so does a classic slave once it serves (its master failing back).
+        if rep.live_role is not None or rep.slave is not None:
             journal = ReplicatingJournal(
-                journal_for(config), config.journal_file(), node_name=config.name,
-                group_name=live.group_name, cluster_user=config.cluster_user,
+                journal, config.journal_file(), node_name=config.name,
+                group_name=role.group_name, cluster_user=config.cluster_user,
                 cluster_password=config.cluster_password, security_enabled=config.security_enabled,
-                sync_timeout_ms=live.initial_replication_sync_timeout,
+                sync_timeout_ms=role.initial_replication_sync_timeout,
                 ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.mark_in_sync,
                 forget_replica=activation.forget_copy,
                 coordination_id=(lambda: journal.node_id) if rep.classic else lambda: activation.quorum.coordination_id,
-                on_fenced=lambda why: None)  # its refused writes halt the router
+                on_fenced=lambda why: None,  # its refused writes halt the router
+                on_failback=activation.step_down if rep.slave is not None and rep.slave.allow_failback else None)
             activation.node_id = lambda: journal.node_id
             activation.backup_connector = lambda: journal.backup_connector
             activation.backup_changed = journal.backup_changed
-            await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,
-                      services=[(journal, rpb.DESCRIPTOR.services_by_name["Replication"])])
-        else:
-            from services.router.replica import ReplicaRunner
-
-            runner = ReplicaRunner(config, instance_id=activation.instance, connector=lambda: activation.connector,
-                                   ack_timeout_s=activation.ack_timeout_s, try_activate=activation.try_take_over,
-                                   open_store=_replica_store)
-            activation.replicate = runner.run
-            activation.live_endpoint = lambda: runner.live
-            await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready, activation=activation)
+            services = [(journal, rpb.DESCRIPTOR.services_by_name["Replication"])]
+        if rep.backup_role is not None:
+            replica = runner()
+            activation.replicate = replica.run
+            activation.live_endpoint = lambda: replica.live
+        elif rep.master is not None:
+            activation.failback = lambda at: runner(lives=[at], failback=True).run()
+        return await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,
+                         services=services, on_bound=on_bound)
     finally:
         await activation.close()
 

@@ -313,28 +313,41 @@ ha-policy:
     #   allow-failback: {b(d.HA_ALLOW_FAILBACK)}
     #   failover-on-shutdown: {b(d.HA_FAILOVER_ON_SHUTDOWN)}
     #   restart-backup: {b(d.HA_RESTART_BACKUP)}
-# Or replication (docs/ha.md): each node keeps its own SQLite journal; a backup
-# finds its live through the cluster connection's static-connectors.
-#   replication:
-#     master:                          # classic: quorum votes among the lives; a backup has slave:
-#       check-for-live-server: {b(d.HA_CHECK_FOR_LIVE_SERVER)}
-#       vote-on-replication-failure: {b(d.HA_VOTE_ON_REPLICATION_FAILURE)}
-#       quorum-size: {b(d.HA_QUORUM_SIZE)}
-#       vote-retries: {b(d.HA_VOTE_RETRIES)}
-#       vote-retry-wait: {b(d.HA_VOTE_RETRY_WAIT)}
-#       quorum-vote-wait: {b(d.HA_QUORUM_VOTE_WAIT)}
-#       initial-replication-sync-timeout: {b(d.HA_INITIAL_REPLICATION_SYNC_TIMEOUT)}
-#     # slave: {{max-saved-replicated-journals-size: {b(d.HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE)}, allow-failback: {b(d.HA_CLASSIC_ALLOW_FAILBACK)}, restart-backup: {b(d.HA_RESTART_BACKUP)}}}
-#     # primary:                       # pluggable quorum on etcd; a backup has backup:
-#     #   manager:
-#     #     properties:
-#     #       connect-string: 127.0.0.1:2379
-#     #       session-ms: {b(d.HA_MANAGER_SESSION_MS)}
-#     #       session-percent: {b(d.HA_MANAGER_SESSION_PERCENT)}
-#     #       connection-ms: {b(d.HA_MANAGER_CONNECTION_MS)}
-#     #       retries: {b(d.HA_MANAGER_RETRIES)}
-#     #       retries-ms: {b(d.HA_MANAGER_RETRIES_MS)}
-#     #       namespace: {b(d.HA_MANAGER_NAMESPACE)}
+"""
+    return _commented_out(lines)
+
+
+def _replication_example() -> str:
+    """The classic replication ha-policy, commented out, at its defaults (docs/ha.md)."""
+    b = _scalar
+    d = defaults
+    lines = f"""# Replication (docs/ha.md): each node keeps its own SQLite journal; a backup finds its live
+# through the cluster connection's static-connectors. Classic roles vote among the lives:
+ha-policy:
+  replication:
+    master:                            # a backup has slave: instead
+      check-for-live-server: {b(d.HA_CHECK_FOR_LIVE_SERVER)}
+      vote-on-replication-failure: {b(d.HA_VOTE_ON_REPLICATION_FAILURE)}
+      quorum-size: {b(d.HA_QUORUM_SIZE)}
+      vote-retries: {b(d.HA_VOTE_RETRIES)}
+      vote-retry-wait: {b(d.HA_VOTE_RETRY_WAIT)}
+      quorum-vote-wait: {b(d.HA_QUORUM_VOTE_WAIT)}
+      initial-replication-sync-timeout: {b(d.HA_INITIAL_REPLICATION_SYNC_TIMEOUT)}
+    # slave:
+    #   max-saved-replicated-journals-size: {b(d.HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE)}
+    #   allow-failback: {b(d.HA_CLASSIC_ALLOW_FAILBACK)}
+    #   restart-backup: {b(d.HA_RESTART_BACKUP)}
+    # Pluggable quorum on etcd: primary (a backup has backup:) with a manager:
+    # primary:
+    #   manager:
+    #     properties:
+    #       connect-string: 127.0.0.1:2379
+    #       session-ms: {b(d.HA_MANAGER_SESSION_MS)}
+    #       session-percent: {b(d.HA_MANAGER_SESSION_PERCENT)}
+    #       connection-ms: {b(d.HA_MANAGER_CONNECTION_MS)}
+    #       retries: {b(d.HA_MANAGER_RETRIES)}
+    #       retries-ms: {b(d.HA_MANAGER_RETRIES_MS)}
+    #       namespace: {b(d.HA_MANAGER_NAMESPACE)}
 """
     return _commented_out(lines)
 
@@ -346,4 +359,4 @@ def _commented_out(lines: str) -> str:
 
 
 CLUSTER_CONNECTION_EXAMPLE = _cluster_connection_example()
-HA_POLICY_EXAMPLE = _ha_policy_example()
+HA_POLICY_EXAMPLE = _ha_policy_example() + _replication_example()

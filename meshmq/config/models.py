@@ -815,20 +815,11 @@ class ClassicQuorum(_Model):
 class ReplicationMaster(ClassicQuorum):
     """``ha-policy.replication.master``: the live of a classic replicating pair.
     No lock anywhere: its backup activates when a quorum of the cluster's lives
-    no longer sees it."""
+    no longer sees it. `check-for-live-server`: on start, fail back from a
+    slave serving its store (without it, such a master stops)."""
 
     check_for_live_server: bool = defaults.HA_CHECK_FOR_LIVE_SERVER
     vote_on_replication_failure: bool = defaults.HA_VOTE_ON_REPLICATION_FAILURE
-
-    @model_validator(mode="after")
-    def _check_built(self) -> ReplicationMaster:
-        if self.check_for_live_server:
-            _raise_issues([(("check-for-live-server",), "not built yet (a restarted master that finds its backup "
-                                                        "serving synchronises from it and takes over); leave it "
-                                                        "false and restart a master only while no backup serves "
-                                                        "for it, or use pluggable quorum (primary/backup), whose "
-                                                        "activation sequence refuses a stale primary")])
-        return self
 
 
 class ReplicationSlave(ClassicQuorum):
@@ -836,8 +827,7 @@ class ReplicationSlave(ClassicQuorum):
     takes over when a quorum of the cluster's lives agrees the master is gone."""
 
     max_saved_replicated_journals_size: Annotated[int, Field(ge=-1)] = defaults.HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
-    # Stop when the original master asks for its place back: only a master with
-    # check-for-live-server asks, which is not built yet.
+    # Serving in its master's place, step down when the master (check-for-live-server) asks for it back.
     allow_failback: bool = defaults.HA_CLASSIC_ALLOW_FAILBACK
     restart_backup: bool = defaults.HA_RESTART_BACKUP
 

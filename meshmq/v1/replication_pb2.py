@@ -25,29 +25,31 @@ _sym_db = _symbol_database.Default()
 from meshmq.v1 import journal_pb2 as meshmq_dot_v1_dot_journal__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmeshmq/v1/replication.proto\x12\tmeshmq.v1\x1a\x17meshmq/v1/journal.proto\"h\n\x0eReplicaMessage\x12(\n\x05hello\x18\x01 \x01(\x0b\x32\x17.meshmq.v1.ReplicaHelloH\x00\x12$\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x15.meshmq.v1.ReplicaAckH\x00\x42\x06\n\x04kind\"]\n\x0cReplicaHello\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\x12\x11\n\tconnector\x18\x04 \x01(\t\"\x1e\n\nReplicaAck\x12\x10\n\x08sequence\x18\x01 \x01(\x04\"\xcf\x01\n\x0ePrimaryMessage\x12,\n\x07welcome\x18\x01 \x01(\x0b\x32\x19.meshmq.v1.PrimaryWelcomeH\x00\x12,\n\x08snapshot\x18\x02 \x01(\x0b\x32\x18.meshmq.v1.SnapshotChunkH\x00\x12-\n\x06\x61ppend\x18\x03 \x01(\x0b\x32\x1b.meshmq.v1.ReplicatedAppendH\x00\x12*\n\x04ping\x18\x04 \x01(\x0b\x32\x1a.meshmq.v1.ReplicationPingH\x00\x42\x06\n\x04kind\"^\n\x0ePrimaryWelcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x17\n\x0f\x63oordination_id\x18\x03 \x01(\t\x12\x0f\n\x07\x63opy_id\x18\x04 \x01(\t\":\n\rSnapshotChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0c\n\x04last\x18\x02 \x01(\x08\x12\r\n\x05\x65poch\x18\x03 \x01(\x04\"O\n\x10ReplicatedAppend\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12)\n\x07request\x18\x02 \x01(\x0b\x32\x18.meshmq.v1.AppendRequest\"\x11\n\x0fReplicationPing2Q\n\x0bReplication\x12\x42\n\x06\x41ttach\x12\x19.meshmq.v1.ReplicaMessage\x1a\x19.meshmq.v1.PrimaryMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bmeshmq/v1/replication.proto\x12\tmeshmq.v1\x1a\x17meshmq/v1/journal.proto\"\x98\x01\n\x0eReplicaMessage\x12(\n\x05hello\x18\x01 \x01(\x0b\x32\x17.meshmq.v1.ReplicaHelloH\x00\x12$\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x15.meshmq.v1.ReplicaAckH\x00\x12.\n\x08\x66\x61ilback\x18\x03 \x01(\x0b\x32\x1a.meshmq.v1.ReplicaFailbackH\x00\x42\x06\n\x04kind\"\x11\n\x0fReplicaFailback\"]\n\x0cReplicaHello\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x13\n\x0binstance_id\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\x12\x11\n\tconnector\x18\x04 \x01(\t\"\x1e\n\nReplicaAck\x12\x10\n\x08sequence\x18\x01 \x01(\x04\"\xcf\x01\n\x0ePrimaryMessage\x12,\n\x07welcome\x18\x01 \x01(\x0b\x32\x19.meshmq.v1.PrimaryWelcomeH\x00\x12,\n\x08snapshot\x18\x02 \x01(\x0b\x32\x18.meshmq.v1.SnapshotChunkH\x00\x12-\n\x06\x61ppend\x18\x03 \x01(\x0b\x32\x1b.meshmq.v1.ReplicatedAppendH\x00\x12*\n\x04ping\x18\x04 \x01(\x0b\x32\x1a.meshmq.v1.ReplicationPingH\x00\x42\x06\n\x04kind\"^\n\x0ePrimaryWelcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x17\n\x0f\x63oordination_id\x18\x03 \x01(\t\x12\x0f\n\x07\x63opy_id\x18\x04 \x01(\t\":\n\rSnapshotChunk\x12\x0c\n\x04\x64\x61ta\x18\x01 \x01(\x0c\x12\x0c\n\x04last\x18\x02 \x01(\x08\x12\r\n\x05\x65poch\x18\x03 \x01(\x04\"O\n\x10ReplicatedAppend\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12)\n\x07request\x18\x02 \x01(\x0b\x32\x18.meshmq.v1.AppendRequest\"\x11\n\x0fReplicationPing2Q\n\x0bReplication\x12\x42\n\x06\x41ttach\x12\x19.meshmq.v1.ReplicaMessage\x1a\x19.meshmq.v1.PrimaryMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'meshmq.v1.replication_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REPLICAMESSAGE']._serialized_start=67
-  _globals['_REPLICAMESSAGE']._serialized_end=171
-  _globals['_REPLICAHELLO']._serialized_start=173
-  _globals['_REPLICAHELLO']._serialized_end=266
-  _globals['_REPLICAACK']._serialized_start=268
-  _globals['_REPLICAACK']._serialized_end=298
-  _globals['_PRIMARYMESSAGE']._serialized_start=301
-  _globals['_PRIMARYMESSAGE']._serialized_end=508
-  _globals['_PRIMARYWELCOME']._serialized_start=510
-  _globals['_PRIMARYWELCOME']._serialized_end=604
-  _globals['_SNAPSHOTCHUNK']._serialized_start=606
-  _globals['_SNAPSHOTCHUNK']._serialized_end=664
-  _globals['_REPLICATEDAPPEND']._serialized_start=666
-  _globals['_REPLICATEDAPPEND']._serialized_end=745
-  _globals['_REPLICATIONPING']._serialized_start=747
-  _globals['_REPLICATIONPING']._serialized_end=764
-  _globals['_REPLICATION']._serialized_start=766
-  _globals['_REPLICATION']._serialized_end=847
+  _globals['_REPLICAMESSAGE']._serialized_start=68
+  _globals['_REPLICAMESSAGE']._serialized_end=220
+  _globals['_REPLICAFAILBACK']._serialized_start=222
+  _globals['_REPLICAFAILBACK']._serialized_end=239
+  _globals['_REPLICAHELLO']._serialized_start=241
+  _globals['_REPLICAHELLO']._serialized_end=334
+  _globals['_REPLICAACK']._serialized_start=336
+  _globals['_REPLICAACK']._serialized_end=366
+  _globals['_PRIMARYMESSAGE']._serialized_start=369
+  _globals['_PRIMARYMESSAGE']._serialized_end=576
+  _globals['_PRIMARYWELCOME']._serialized_start=578
+  _globals['_PRIMARYWELCOME']._serialized_end=672
+  _globals['_SNAPSHOTCHUNK']._serialized_start=674
+  _globals['_SNAPSHOTCHUNK']._serialized_end=732
+  _globals['_REPLICATEDAPPEND']._serialized_start=734
+  _globals['_REPLICATEDAPPEND']._serialized_end=813
+  _globals['_REPLICATIONPING']._serialized_start=815
+  _globals['_REPLICATIONPING']._serialized_end=832
+  _globals['_REPLICATION']._serialized_start=834
+  _globals['_REPLICATION']._serialized_end=915
 # @@protoc_insertion_point(module_scope)

@@ -7,12 +7,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ReplicaMessage(_message.Message):
-    __slots__ = ("hello", "ack")
+    __slots__ = ("hello", "ack", "failback")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     ACK_FIELD_NUMBER: _ClassVar[int]
+    FAILBACK_FIELD_NUMBER: _ClassVar[int]
     hello: ReplicaHello
     ack: ReplicaAck
-    def __init__(self, hello: _Optional[_Union[ReplicaHello, _Mapping]] = ..., ack: _Optional[_Union[ReplicaAck, _Mapping]] = ...) -> None: ...
+    failback: ReplicaFailback
+    def __init__(self, hello: _Optional[_Union[ReplicaHello, _Mapping]] = ..., ack: _Optional[_Union[ReplicaAck, _Mapping]] = ..., failback: _Optional[_Union[ReplicaFailback, _Mapping]] = ...) -> None: ...
+
+class ReplicaFailback(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class ReplicaHello(_message.Message):
     __slots__ = ("node_name", "instance_id", "group_name", "connector")

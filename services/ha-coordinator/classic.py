@@ -11,7 +11,14 @@ serve, decided by quorum votes among the cluster's lives (quorum_vote.py).
   `vote-retry-wait` apart, each waiting `quorum-vote-wait` seconds at most;
   it takes over once enough lives no longer see its master. If every round
   fails its copy is dropped and it replicates again (Artemis restarts the
-  backup).
+  backup). Serving, it takes a backup itself: the master coming back.
+* **Failback.** A master starts by asking the lives whether its node id is
+  served elsewhere (its slave took over while it was down). If so, with
+  `check-for-live-server` it copies the store back from there, asks that
+  node to step down once in sync (a slave with `allow-failback` does, and
+  with `restart-backup` waits as its backup again), and takes over by the
+  same vote; without it, it stops rather than serve a stale journal beside
+  the slave (Artemis would serve both).
 
 The lives asked are the static connectors of the replication cluster
 connection (`cluster-name`); `quorum-size` -1 counts them (a master counts
@@ -25,9 +32,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from meshmq.activation import LEASE_LOST, StaleCopy
+from meshmq.activation import FAILED_BACK, StaleCopy
 from meshmq.config.models import BrokerConfig
 from meshmq.runtime import NodeHalted
 from meshmq.v1 import cluster_pb2 as cpb
@@ -60,12 +67,20 @@ class ClassicActivation(ReplicatingPair):
         self.ack_timeout_s = max(0.2, (cc.connection_ttl if cc is not None else 60000) / 1000)
         self.node_id: Callable[[], str] = lambda: ""  # the live's own id (its journal's), for its notices
         self._own: set[str] = set()
+        # A master failing back: copy the store from where it is served (services/embedded.py's runner).
+        self.failback: Callable[[str], Awaitable[int]] | None = None
+        self._step_down = asyncio.Event()
 
     @property
     def size(self) -> int:
         """The lives a vote counts: quorum-size, or the lives named (a master counts itself)."""
-        named = len(set(self._lives) - self._own) + (1 if self.master is not None else 0)
+        named = len(set(self._others)) + (1 if self.master is not None else 0)
         return quorum_size(self.role.quorum_size, named)
+
+    @property
+    def _others(self) -> list[str]:
+        """The lives named, this node excepted."""
+        return [e for e in self._lives if e not in self._own]
 
     def listening_at(self, endpoint: str) -> None:
         super().listening_at(endpoint)
@@ -82,28 +97,32 @@ class ClassicActivation(ReplicatingPair):
                         "this backup takes over" if self.master is None else "the backup takes over")
         if self.master is None:
             return await self._replicate()
-        await self._refuse_if_served_elsewhere()
-        return 0  # a master serves from the start; its journal raises the epoch
-
-    async def _refuse_if_served_elsewhere(self) -> None:
-        """A master starting while its slave serves its store (it took over
-        while this node was down) must not serve this stale journal too: Artemis
-        serves both unless check-for-live-server; meshmq asks the lives first
-        and stops. Nobody can see this node itself yet (it does not serve)."""
-        assert self.master is not None
         node_id, _ = await asyncio.to_thread(self._local_store)
-        others = [e for e in self._lives if e not in self._own]
+        served = await self._served_elsewhere(node_id)
+        if served is None:
+            return 0  # a master serves from the start; its journal raises the epoch
+        voter, at = served
+        if not self.master.check_for_live_server:
+            raise NodeHalted(f"classic replication: this node's store (node {node_id}) is served at {at} (seen by "
+                             f"{voter}): its slave took over while this node was down, and this journal is stale. "
+                             "Set check-for-live-server: true to fail back (copy the store from there and take "
+                             "over again), or start this node as a slave")
+        log.warning("classic replication: this node's store (node %s) is served at %s (seen by %s): failing back — "
+                    "copying it from there, then asking that node to step down", node_id, at, voter)
+        assert self.failback is not None
+        return await self.failback(at)
+
+    async def _served_elsewhere(self, node_id: str) -> tuple[str, str] | None:
+        """(a live that sees it, where) when this master's node id is served by
+        another node; nobody can see this node itself yet (it does not serve)."""
+        assert self.master is not None
+        others = self._others
         if not others:
-            return
+            return None
         request = cpb.VoteRequest(target_node_id=node_id, request_to_stay_active=True)
         tally = await ask(others, self._identity, request, Tally(needed=len(others) + 1), self.master.quorum_vote_wait)
         elsewhere = sorted((voter, at) for voter, at in tally.seen_at.items() if at)
-        if elsewhere:
-            voter, at = elsewhere[0]
-            raise NodeHalted(f"classic replication: this node's store (node {node_id}) is served at {at} (seen by "
-                             f"{voter}): its slave took over while this node was down, and this journal is stale. "
-                             "Start this node as a slave to copy the live's store (failback, check-for-live-server, "
-                             "is not built yet)")
+        return elsewhere[0] if elsewhere else None
 
     async def try_take_over(self, coordination_id: str, instance: str, epoch: int, copy_id: str) -> int | None:
         """For the slave's runner once the stream ended: vote rounds; the epoch
@@ -130,22 +149,26 @@ class ClassicActivation(ReplicatingPair):
         """The master's hook: nothing to record (every copy has an id of its own)."""
         return True
 
+    def step_down(self, asked_by: str) -> None:
+        """A serving slave's hook: the original live, in sync, asks for its store back (allow-failback)."""
+        self._step_down.set()
+
     async def forget_copy(self, copy_id: str) -> bool:
-        """The master's hook, before it confirms alone: enough lives hold the
+        """The live's hook, before it confirms alone: enough lives hold the
         lost backup's copy stale that it cannot win a vote. Confirms wait
         until they do; False (the node halts) only when vote-on-replication-failure
         asks and a quorum does not see this node as the live."""
-        assert self.master is not None
+        role = self.role
         need = acks_needed(self.size)
-        others = [e for e in self._lives if e not in self._own]
+        others = self._others
         said = ""
         while True:
-            acked = await forget_copy(others, self._identity, self.node_id(), copy_id, self.master.quorum_vote_wait)
+            acked = await forget_copy(others, self._identity, self.node_id(), copy_id, role.quorum_vote_wait)
             if len(acked) >= need:
                 log.info("classic replication: %d live(s) hold the lost backup's copy stale (%d needed); "
                          "confirming alone", len(acked), need)
                 return True
-            if self.master.vote_on_replication_failure and not await self._may_stay():
+            if getattr(role, "vote_on_replication_failure", False) and not await self._may_stay():
                 log.error("classic replication: vote-on-replication-failure: a quorum of lives does not see this "
                           "node as the live; stopping (another node may serve its store)")
                 return False
@@ -154,20 +177,19 @@ class ClassicActivation(ReplicatingPair):
             if why != said:
                 log.warning("classic replication: %s", why)
                 said = why
-            await asyncio.sleep(max(0.2, self.master.vote_retry_wait / 1000))
+            await asyncio.sleep(max(0.2, role.vote_retry_wait / 1000))
 
     async def _may_stay(self) -> bool:
-        assert self.master is not None
         request = cpb.VoteRequest(target_node_id=self.node_id(), request_to_stay_active=True)
         tally = Tally(votes_needed(self.size), request_to_stay_active=True, own_connectors=frozenset(self._own))
-        others = [e for e in self._lives if e not in self._own]
-        await ask(others, self._identity, request, tally, self.master.quorum_vote_wait)
+        await ask(self._others, self._identity, request, tally, self.role.quorum_vote_wait)
         return tally.decided
 
     async def held(self) -> str:
-        """No lease to lose: a master stops on a signal, or halts when its writes are refused."""
-        await asyncio.Event().wait()
-        return LEASE_LOST
+        """No lease to lose: a live serves until a signal, a halt (its writes
+        refused), or — a slave serving — the original live's failback."""
+        await self._step_down.wait()
+        return FAILED_BACK
 
     async def release(self, *, failover: bool, failback: bool = False) -> None:
         pass

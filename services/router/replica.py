@@ -25,6 +25,7 @@ from pathlib import Path
 import grpc
 
 from meshmq.activation import StaleCopy
+from meshmq.config.defaults import HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
 from meshmq.config.models import BrokerConfig
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
@@ -38,15 +39,21 @@ log = logging.getLogger("meshmq.ha")
 class ReplicaRunner:
     def __init__(self, config: BrokerConfig, *, instance_id: str, connector: Callable[[], str], ack_timeout_s: float,
                  try_activate: Callable[[str, str, int, str], Awaitable[int | None]],
-                 open_store: Callable[[Path, str], object]) -> None:
+                 open_store: Callable[[Path, str], object], lives: list[str] | None = None,
+                 failback: bool = False) -> None:
         """`open_store(path, node_id)`: the journal store on the installed copy, applying
-        writes and checkpointing its WAL (services/embedded.py gives the journal's)."""
-        backup = config.ha_policy.replication.backup_role
+        writes and checkpointing its WAL (services/embedded.py gives the journal's).
+        `lives`: where to copy from (default: the cluster connection's lives);
+        `failback`: the original live copying its store back from the node that took
+        it over, which it asks to step down once in sync."""
+        rep = config.ha_policy.replication
+        role = rep.backup_role or rep.live_role
         self.config = config
         self.instance_id = instance_id
-        self._group = backup.group_name or ""
-        self._keep = backup.max_saved_replicated_journals_size
-        self._lives = config.replication_lives
+        self._group = role.group_name or ""
+        self._keep = getattr(role, "max_saved_replicated_journals_size", HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE)
+        self._lives = config.replication_lives if lives is None else lives
+        self._failback = failback
         self._identity = link_identity(config)
         self._connector = connector
         self._ack_timeout = ack_timeout_s
@@ -147,6 +154,9 @@ class ReplicaRunner:
                         await call.write(rpb.ReplicaMessage(ack=rpb.ReplicaAck(sequence=0)))
                         log.info("replication: copy installed (epoch %d); following the live's writes",
                                  msg.snapshot.epoch)
+                        if self._failback:
+                            log.info("replication: failback: asking %s to step down", self.live)
+                            await call.write(rpb.ReplicaMessage(failback=rpb.ReplicaFailback()))
                         applier = asyncio.create_task(self._apply(store, pending, call))
                 elif kind == "append":
                     pending.put_nowait(msg.append)

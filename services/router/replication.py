@@ -15,9 +15,15 @@ backup at a time:
    acknowledged the copy, the live marks it in sync in the quorum (etcd):
    from then on it may take over.
 3. When the backup goes (stream closed, or no acknowledgement for a write
-   within the ack timeout), the live first unmarks it in the quorum — and
-   halts if it cannot, because then it is not the live any more — and only
-   then confirms the writes the backup never acknowledged.
+   within the ack timeout), the live — before it confirms the first write
+   the backup lacks, or takes another backup — makes that copy ineligible
+   (unmarks it in etcd, or declares it stale to the lives for classic votes)
+   and halts if it cannot, because then it is not the live any more. A live
+   that stops confirms nothing more, so its backup's copy stays good: a
+   normal stop lets the backup take over with it.
+4. Failback (classic replication): a replica may ask the live to step down
+   once in sync (the original live taking its place back); a slave with
+   allow-failback does (`on_failback`).
 
 The journal's store is the node's own SQLite file (checked at config load).
 """
@@ -55,6 +61,7 @@ class _Replica:
         self.sequence = 0  # the last write sent
         self.waiting: dict[int, asyncio.Future[bool]] = {}  # sequence -> acknowledged (True) or lost (False)
         self.in_sync = False
+        self.copy_sent = False  # every chunk of the copy written to the stream
         self.lost = False
 
     def send(self, req: jpb.AppendRequest) -> asyncio.Future[bool]:
@@ -84,7 +91,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
                  cluster_user: str, cluster_password: str | None, security_enabled: bool,
                  sync_timeout_ms: int, ack_timeout_s: float,
                  mark_in_sync: Callable[[str], Awaitable[bool]], forget_replica: Callable[[str], Awaitable[bool]],
-                 coordination_id: Callable[[], str], on_fenced: Callable[[str], None]) -> None:
+                 coordination_id: Callable[[], str], on_fenced: Callable[[str], None],
+                 on_failback: Callable[[str], None] | None = None) -> None:
         self.inner = inner
         self.description = inner.description
         self._path = sqlite_path
@@ -99,6 +107,10 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._forget_replica = forget_replica
         self._coordination_id = coordination_id
         self._on_fenced = on_fenced
+        self._on_failback = on_failback
+        self._stepping_down = False
+        # The copy of the last in-sync backup that went: made ineligible before a write it lacks is confirmed.
+        self._lost_copy: str | None = None
         self.node_id = ""
         self._replica: _Replica | None = None
         self._paused: list[tuple[jpb.AppendRequest, asyncio.Future]] | None = None
@@ -157,12 +169,20 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             # without is unmarked in the quorum (so that it never takes over
             # without this write); not the live any more, nothing is confirmed.
             have = await acked if acked is not None else None
-            if have is not True and self._forgetting is not None and not await asyncio.shield(self._forgetting):
+            # Stepping down for failback, nothing is confirmed to a client any more once the
+            # replica's stream is gone (the server has stopped): its copy stays eligible.
+            forgetting = self._start_forgetting() if have is not True and not self._stepping_down else None
+            if forgetting is not None and not await asyncio.shield(forgetting):
                 resp = jpb.AppendResponse(request_id=resp.request_id, ok=False, reason=Reason.FENCED.value,
                                           message="this node is not the live any more: its quorum lock is gone")
         if not out.done():
             out.set_result(resp)
 
+    def _start_forgetting(self) -> asyncio.Future[bool] | None:
+        """Make the lost backup's copy ineligible, once (None: no backup was lost)."""
+        if self._forgetting is None and self._lost_copy is not None:
+            self._forgetting = asyncio.ensure_future(self._forget(self._lost_copy))
+        return self._forgetting
 
     async def _forget(self, copy_id: str) -> bool:
         try:
@@ -197,12 +217,14 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             return
         self._attaching = True  # until the copy is taken: a second backup is refused meanwhile
         try:
-            if self._forgetting is not None and not await asyncio.shield(self._forgetting):
+            forgetting = self._start_forgetting()
+            if forgetting is not None and not await asyncio.shield(forgetting):
                 await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} is not the "
                                                       "live any more"))
                 return
-            # The former backup is unmarked (or there was none): writes wait for the new one only.
+            # The former backup's copy is ineligible (or there was none): writes wait for the new one only.
             self._forgetting = None
+            self._lost_copy = None
             replica = _Replica(hello)
             await context.write(rpb.PrimaryMessage(welcome=rpb.PrimaryWelcome(
                 node_id=self.node_id, node_name=self._node_name, coordination_id=self._coordination_id(),
@@ -222,6 +244,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         try:
             for i in range(0, max(len(snapshot), 1), SNAPSHOT_CHUNK):
                 last = i + SNAPSHOT_CHUNK >= len(snapshot)
+                # From the last chunk on, the backup may hold the whole copy (a broken write may still arrive).
+                replica.copy_sent = replica.copy_sent or last
                 await context.write(rpb.PrimaryMessage(snapshot=rpb.SnapshotChunk(
                     data=snapshot[i:i + SNAPSHOT_CHUNK], last=last, epoch=epoch if last else 0)))
             del snapshot
@@ -281,7 +305,11 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
                 if isinstance(msg, Exception):
                     self._lose(replica, f"its stream broke ({msg})")
                     return
-                if msg.WhichOneof("kind") != "ack":
+                kind = msg.WhichOneof("kind")
+                if kind == "failback":
+                    self._failback_asked(replica)
+                    continue
+                if kind != "ack":
                     continue
                 if msg.ack.sequence == 0 and not replica.in_sync:
                     replica.in_sync = await self._mark_in_sync(replica.hello.instance_id)
@@ -308,8 +336,24 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         if replica.in_sync:
             self.backup_connector = ""
             self.backup_changed.set()
-            # Every write from now on waits for this before it is confirmed (_complete).
-            self._forgetting = asyncio.ensure_future(self._forget(replica.copy_id))
+        if replica.copy_sent:
+            # The backup may hold the whole copy (in sync or about to say so): the
+            # first write it lacks waits for this before it is confirmed (_complete).
+            self._lost_copy = replica.copy_id
+
+    def _failback_asked(self, replica: _Replica) -> None:
+        if not replica.in_sync:
+            log.warning("replication: %s asked for failback before its copy was in sync; ignored",
+                        replica.hello.node_name)
+        elif self._on_failback is None:
+            log.warning("replication: %s asked for failback (it is the original live); this node does not "
+                        "allow failback (allow-failback false, or it is the master) and goes on serving",
+                        replica.hello.node_name)
+        else:
+            log.warning("replication: %s, in sync, asked for failback: stepping down so that it serves again",
+                        replica.hello.node_name)
+            self._stepping_down = True
+            self._on_failback(replica.hello.node_name)
 
 
 def _read_store(path: Path) -> tuple[bytes, int]:

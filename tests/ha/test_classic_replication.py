@@ -16,6 +16,7 @@ import pytest
 from tests.fixtures.nodes import Nodes, eventually, free_port
 from tests.fixtures.tcp_proxy import TcpProxy
 
+from .test_replication import kill_9_under_load
 from .test_shared_store import QUEUE, answers, drain, log_has, node_info, send
 
 pytestmark = pytest.mark.integration
@@ -107,7 +108,7 @@ async def test_kill_9_of_the_master_the_slave_wins_the_vote_and_takes_over_with_
     # M restarted with its stale journal does not serve it beside S: it asks the lives and stops.
     with pytest.raises(RuntimeError, match="exited with 3"):
         await asyncio.to_thread(m.start)
-    assert log_has(m, f"is served at {s.endpoint}") and log_has(m, "Start this node as a slave")
+    assert log_has(m, f"is served at {s.endpoint}") and log_has(m, "Set check-for-live-server: true to fail back")
     assert await drain(s, 1) == []  # S still serves (everything was drained above)
 
 
@@ -196,3 +197,57 @@ async def test_a_master_cut_off_from_the_cluster_with_vote_on_replication_failur
     with pytest.raises(Exception):
         await asyncio.wait_for(late, 10)
     assert await drain(s, 11) == list(range(10))
+
+
+async def test_the_master_back_with_check_for_live_server_fails_back_and_the_slave_waits_again(nodes, proxies):
+    c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 200, "
+                                              "quorum-vote-wait: 2}")
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: answers(s), 30, "the slave to take over")
+    served_at = (await node_info(s)).epoch
+    await send(s, 10, 10)  # confirmed by the slave alone
+    before = syncs(s)
+    # M comes back: it copies the store from S, S steps down, M takes over by the vote.
+    await asyncio.to_thread(m.start)
+    assert syncs(s) == before + 1 and log_has(s, "asked for failback: stepping down")
+    assert log_has(m, "failing back") and (await node_info(m)).epoch > served_at
+    # S waits as M's backup again (restart-backup), with a fresh copy.
+    await eventually(lambda: syncs(m) >= 2, 30, "the slave to be M's backup again")
+    assert not await answers(s)
+    assert await drain(m, 20) == list(range(20))
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: answers(s), 30, "the slave to take over again")
+
+
+async def test_kill_9_of_the_master_under_load_loses_and_doubles_nothing(nodes, proxies):
+    c = cluster(nodes, proxies)
+    await in_sync(c["m"], c["s"])
+    await kill_9_under_load(c["m"], c["s"])
+
+
+async def test_kill_9_of_the_master_while_it_fails_back_keeps_every_message(nodes, proxies):
+    """M asked S to step down and is killed while it waits for the vote: S
+    has stepped down (it waits as a backup), M's journal is the copy it took
+    from S; M restarted finds nobody serving its node id and serves it."""
+    c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 5000, "
+                                              "quorum-vote-wait: 2}")
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: answers(s), 30, "the slave to take over")
+    await send(s, 10, 10)
+    steps = count(s, "stepping down so that it serves again")
+    m.proc = None
+    starting = asyncio.ensure_future(asyncio.to_thread(m.start))  # ready only once it serves: it will not
+    await eventually(lambda: count(s, "stepping down so that it serves again") > steps, 30, "S to step down")
+    await eventually(lambda: m.proc is not None, 5, "M's process")
+    await asyncio.to_thread(m.kill9)
+    with pytest.raises(RuntimeError, match="exited"):
+        await starting
+    await eventually(lambda: count(s, "until this node holds its store") >= 2, 30, "S to wait as a backup again")
+    await asyncio.to_thread(m.start)
+    assert await drain(m, 20) == list(range(20))

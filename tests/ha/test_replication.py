@@ -130,19 +130,23 @@ async def test_a_backup_whose_live_is_gone_before_it_had_a_copy_never_serves_its
 
 
 async def test_kill_9_of_the_primary_under_load_loses_and_doubles_nothing(nodes, etcd):
+    primary, backup = pair(nodes, etcd)
+    await in_sync(primary, backup)
+    await kill_9_under_load(primary, backup)
+
+
+async def kill_9_under_load(live, backup) -> None:
     """Three producers with duplicate ids keep what was confirmed while the
-    primary is killed mid-stream; the backup takes over and they go on there.
+    live is killed mid-stream; the backup takes over and they go on there.
     Every confirmed message is drained from the backup, none twice."""
     from .test_shared_store_nemesis import producer
 
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
     confirmed: set[str] = set()
     stop = asyncio.Event()
-    tasks = [asyncio.create_task(producer(p, [primary, backup], confirmed, stop)) for p in range(3)]
+    tasks = [asyncio.create_task(producer(p, [live, backup], confirmed, stop)) for p in range(3)]
     try:
-        await eventually(lambda: len(confirmed) >= 500, 30, "500 confirmed sends on the primary")
-        await asyncio.to_thread(primary.kill9)
+        await eventually(lambda: len(confirmed) >= 500, 30, "500 confirmed sends on the live")
+        await asyncio.to_thread(live.kill9)
         await eventually(lambda: answers(backup), 30, "the backup to take over")
         before = len(confirmed)
         await eventually(lambda: len(confirmed) >= before + 300, 30, "300 confirmed sends on the backup")

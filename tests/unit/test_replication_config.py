@@ -68,8 +68,6 @@ def test_the_roles_and_their_defaults():
     ("ha-policy: {replication: {slave: {}}}\n",
      "node.yaml:1: ha-policy.replication.slave.cluster-name: a backup finds its live through a cluster "
      "connection's static-connectors"),
-    ("ha-policy: {replication: {master: {check-for-live-server: true}}}\n",
-     "node.yaml:1: ha-policy.replication.master.check-for-live-server: not built yet"),
     ("ha-policy: {replication: {master: {cluster-name: nope}}}\n" + BACKUP_LINKS,
      "node.yaml:1: ha-policy.replication.master.cluster-name: no cluster connection named 'nope'"),
     ("ha-policy: {replication: {slave: {vote-retries: -1}}}\n" + BACKUP_LINKS,
@@ -83,3 +81,18 @@ def test_the_roles_and_their_defaults():
 def test_what_is_refused_says_why(text, said):
     found = problems(text)
     assert any(p.startswith(said) for p in found), found
+
+
+def test_the_starter_configs_replication_example_is_every_classic_parameter_at_its_default():
+    from meshmq.config.loader import default_dev_config_yaml
+    from meshmq.config.models import ReplicationMaster
+
+    text = default_dev_config_yaml()
+    block = text[text.index("# Replication"):]
+    uncommented = "\n".join(line[2:] for line in block.splitlines() if line.startswith("# ") and ":" in line
+                             and not line.startswith("# Replication") and not line.startswith("# through"))
+    cfg = load_config_text(uncommented)
+    assert cfg.ha_policy.replication.master == ReplicationMaster()
+    listed = {line.split(":")[0].strip() for line in uncommented.splitlines() if line.startswith("      ")}
+    assert listed == {name.replace("_", "-") for name in ReplicationMaster.model_fields} - {"cluster-name",
+                                                                                              "group-name"}

@@ -47,7 +47,7 @@ def test_the_starter_configs_ha_example_is_every_shared_store_parameter_at_its_d
     from meshmq.config.models import SharedStoreMaster, SharedStoreSlave
 
     text = default_dev_config_yaml()
-    block = text[text.index("# Shared store"):]
+    block = text[text.index("# Shared store"):text.index("# Replication")]
     master = "\n".join(line[2:] for line in block.splitlines()[1:] if line.startswith("# "))
     cfg = load_config_text(master)
     assert cfg.ha_policy.shared_store.master == SharedStoreMaster()
