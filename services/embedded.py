@@ -115,24 +115,22 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
 
     try:
         role = rep.live_role or rep.backup_role
-        journal = journal_for(config)
-        services = []
-        # A live streams to its backup; so does a classic slave once it serves (its master failing back).
-        if rep.live_role is not None or rep.slave is not None:
-            journal = ReplicatingJournal(
-                journal, config.journal_file(), node_name=config.name,
-                group_name=role.group_name, cluster_user=config.cluster_user,
-                cluster_password=config.cluster_password, security_enabled=config.security_enabled,
-                sync_timeout_ms=role.initial_replication_sync_timeout,
-                ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.mark_in_sync,
-                forget_replica=activation.forget_copy,
-                coordination_id=(lambda: journal.node_id) if rep.classic else lambda: activation.quorum.coordination_id,
-                on_fenced=lambda why: None,  # its refused writes halt the router
-                on_failback=activation.step_down if rep.slave is not None and rep.slave.allow_failback else None)
-            activation.node_id = lambda: journal.node_id
-            activation.backup_connector = lambda: journal.backup_connector
-            activation.backup_changed = journal.backup_changed
-            services = [(journal, rpb.DESCRIPTOR.services_by_name["Replication"])]
+        # A live streams to its backup; so does a backup once it serves (to a spare
+        # backup, or — classic — to its master failing back).
+        journal = ReplicatingJournal(
+            journal_for(config), config.journal_file(), node_name=config.name,
+            group_name=role.group_name, cluster_user=config.cluster_user,
+            cluster_password=config.cluster_password, security_enabled=config.security_enabled,
+            sync_timeout_ms=role.initial_replication_sync_timeout,
+            ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.mark_in_sync,
+            forget_replica=activation.forget_copy,
+            coordination_id=(lambda: journal.node_id) if rep.classic else lambda: activation.quorum.coordination_id,
+            on_fenced=lambda why: None,  # its refused writes halt the router
+            on_failback=activation.step_down if rep.slave is not None and rep.slave.allow_failback else None)
+        activation.node_id = lambda: journal.node_id
+        activation.backup_connector = lambda: journal.backup_connector
+        activation.backup_changed = journal.backup_changed
+        services = [(journal, rpb.DESCRIPTOR.services_by_name["Replication"])]
         if rep.backup_role is not None:
             replica = runner()
             activation.replicate = replica.run

@@ -129,6 +129,30 @@ async def test_a_backup_whose_live_is_gone_before_it_had_a_copy_never_serves_its
     assert await drain(backup, 20) == list(range(20))
 
 
+async def test_a_spare_backup_copies_the_backup_that_took_over_and_takes_over_in_turn(nodes, etcd):
+    """A live with two backups: one copies it, the spare waits (the live takes
+    one). When the backup takes over, the spare copies it, and takes over in
+    turn when it goes: every confirmed message survives both."""
+    primary, backup = pair(nodes, etcd)
+    await send(primary, 0, 10)
+    await in_sync(primary, backup)
+    manager = MANAGER.format(etcd=etcd.endpoint, ns="t", session=2000)
+    spare = nodes.router("spare", extra=(
+        f"connectors: {{primary: '{primary.endpoint}', backup: '{backup.endpoint}'}}\n"
+        "cluster-connections: {ha: {static-connectors: [primary, backup]}}\n"
+        f"ha-policy:\n  replication:\n    backup: {{{manager}}}\n"
+        f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"))
+    assert not await answers(spare)  # the primary has a backup: it turns the spare away, which waits
+    await asyncio.to_thread(primary.kill9)
+    await eventually(lambda: answers(backup), 30, "the backup to take over")
+    await send(backup, 10, 10)
+    await eventually(lambda: log_has(backup, "spare is in sync"), 30, "the spare to copy the backup")
+    await send(backup, 20, 10)  # streamed to the spare
+    await asyncio.to_thread(backup.kill9)
+    await eventually(lambda: answers(spare), 30, "the spare to take over")
+    assert await drain(spare, 30) == list(range(30))
+
+
 async def test_kill_9_of_the_primary_under_load_loses_and_doubles_nothing(nodes, etcd):
     primary, backup = pair(nodes, etcd)
     await in_sync(primary, backup)
