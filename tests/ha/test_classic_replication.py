@@ -13,6 +13,7 @@ import asyncio
 
 import pytest
 
+from meshmq.client import connect
 from tests.fixtures.nodes import Nodes, eventually, free_port
 from tests.fixtures.tcp_proxy import TcpProxy
 
@@ -251,3 +252,53 @@ async def test_kill_9_of_the_master_while_it_fails_back_keeps_every_message(node
     await eventually(lambda: count(s, "until this node holds its store") >= 2, 30, "S to wait as a backup again")
     await asyncio.to_thread(m.start)
     assert await drain(m, 20) == list(range(20))
+
+
+async def test_a_nemesis_killing_master_and_slave_in_turn_under_load_loses_and_doubles_nothing(nodes, proxies):
+    """Three producers with duplicate ids; twice over: kill -9 the master (the
+    slave takes over), restart it (it fails back, the slave waits as its
+    backup again), kill -9 the slave (the master goes on alone), restart it
+    (it copies the master again). Then drain: every confirmed message, none twice."""
+    from .test_shared_store_nemesis import active_url, producer
+
+    c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 200, "
+                                              "quorum-vote-wait: 2}")
+    m, s = c["m"], c["s"]
+    await in_sync(m, s)
+    confirmed: set[str] = set()
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(producer(p, [m, s], confirmed, stop)) for p in range(3)]
+
+    async def more(n: int, what: str) -> None:
+        before = len(confirmed)
+        await eventually(lambda: len(confirmed) >= before + n, 30, what)
+
+    try:
+        for _ in range(2):
+            await more(200, "confirmed sends on the master")
+            await asyncio.to_thread(m.kill9)
+            await eventually(lambda: answers(s), 30, "the slave to take over")
+            await more(200, "confirmed sends on the slave")
+            synced = syncs(m)
+            await asyncio.to_thread(m.start)  # ready once it failed back
+            await eventually(lambda: syncs(m) > synced, 30, "the slave to copy the master again")
+            await more(200, "confirmed sends after the failback")
+            await asyncio.to_thread(s.kill9)
+            await more(200, "confirmed sends on the master alone")
+            synced = syncs(m)
+            await asyncio.to_thread(s.start)
+            await eventually(lambda: syncs(m) > synced, 30, "the restarted slave to copy the master")
+    finally:
+        stop.set()
+        retried = await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    assert sum(retried) > 0
+    got: list[str] = []
+    async with await connect(await active_url([m, s])) as conn:
+        consumer = await (await conn.session()).create_consumer(QUEUE)
+        while (msg := await consumer.receive(3)) is not None:
+            got.append(msg.body.decode())
+            consumer.ack(msg)
+    assert len(got) == len(set(got)), f"{len(got) - len(set(got))} delivered twice"
+    lost = confirmed - set(got)
+    assert not lost, f"{len(lost)} confirmed messages lost, e.g. {sorted(lost)[:5]}"
+    assert len(confirmed) >= 1600
