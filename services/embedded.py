@@ -71,8 +71,9 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
     (services/router/replica.py) until the quorum lets it take over —
     pluggable on etcd (services/ha-coordinator/replication.py) or classic
     votes among the cluster's lives (services/ha-coordinator/classic.py). A
-    classic slave that took over streams to a backup too (its master failing
-    back), and after stepping down for it waits as a backup again (restart-backup)."""
+    backup that took over streams to a backup in turn (a spare; classic: its
+    master failing back), and a classic slave that stepped down for its
+    master's failback waits as a backup again (restart-backup)."""
     from meshmq.activation import FAILED_BACK
 
     rep = config.ha_policy.replication

@@ -1,5 +1,6 @@
-"""`meshmq cluster up|status|down`: a cluster file as local processes on loopback
-(etcd, the discovery service, N routers). The work is `meshmq.launcher.LocalCluster`."""
+"""`meshmq cluster up|status|down|kill|stop|start`: a cluster file as local
+processes on loopback (etcd, the discovery service, N routers), and failure
+drills on one of them. The work is `meshmq.launcher.LocalCluster`."""
 
 from __future__ import annotations
 
@@ -116,6 +117,63 @@ def status(spec_file, run_dir) -> None:
         _fail(str(exc))
     _print_status(result)
     sys.exit(0 if result.healthy else 1)
+
+
+@cluster.command("kill")
+@click.argument("name")
+@_file_option
+@_run_dir_option
+def kill(name, spec_file, run_dir) -> None:
+    """Kill one process with SIGKILL (a crash drill): a node, discovery or etcd.
+    It stays part of the cluster: `start NAME` runs it again."""
+    from meshmq.launcher import ClusterError
+
+    lc = _cluster(spec_file, run_dir)
+    try:
+        record = _run(lc.kill(name))
+    except ClusterError as exc:
+        _fail(str(exc))
+    _say(f"{name} (pid {record.pid}) killed with SIGKILL; start it again with: "
+         f"meshmq cluster start {name} --run-dir {lc.run_dir}")
+
+
+@cluster.command("stop")
+@click.argument("name")
+@_file_option
+@_run_dir_option
+@click.option("--timeout", default=15.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds after SIGTERM before SIGKILL.")
+def stop(name, spec_file, run_dir, timeout) -> None:
+    """Stop one process (SIGTERM, then SIGKILL after --timeout): a node, discovery or etcd."""
+    from meshmq.launcher import ClusterError
+
+    lc = _cluster(spec_file, run_dir)
+    try:
+        stopped = _run(lc.stop_process(name, timeout))
+    except ClusterError as exc:
+        _fail(str(exc))
+    _say(f"{name} (pid {stopped.pid}) {stopped.outcome} in {stopped.seconds:.1f} s")
+
+
+@cluster.command("start")
+@click.argument("name")
+@_file_option
+@_run_dir_option
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds to wait until it is ready.")
+def start(name, spec_file, run_dir, timeout) -> None:
+    """Run one stopped or killed process again on its config, ports and data,
+    and track it (status, down); return once it is ready."""
+    from meshmq.launcher import ClusterError
+
+    lc = _cluster(spec_file, run_dir)
+    try:
+        record = _run(lc.start_process(name, timeout=timeout))
+    except ClusterError as exc:
+        _fail(str(exc))
+    where = f" on {record.endpoint}" if record.endpoint else ""
+    passive = "" if record.active else " (passive: waits for its store)"
+    _say(f"{name} started (pid {record.pid}){where}{passive}")
 
 
 @cluster.command("down")

@@ -1079,6 +1079,13 @@ class BrokerConfig(_Model):
         return "live-only"
 
     @property
+    def ha_group(self) -> str:
+        """The ha-policy group-name ("" = none): a backup pairs only with a live of its group."""
+        rep = self.ha_policy.replication
+        role = None if rep is None else rep.live_role or rep.backup_role
+        return (role.group_name if role is not None else None) or ""
+
+    @property
     def scale_down(self) -> ScaleDown | None:
         """The enabled scale-down policy, or None."""
         lo = self.ha_policy.live_only

@@ -45,6 +45,10 @@ class Subscription:
         self._watcher._subscribers.discard(self)
 
 
+# The longest `close` waits for the watch to end.
+CLOSE_TIMEOUT_S = 3.0
+
+
 class TopologyWatcher:
     """One cluster's topology, kept up to date from a watch stream.
 
@@ -83,13 +87,16 @@ class TopologyWatcher:
             self._tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._expire_loop())]
 
     async def close(self) -> None:
+        """Stop watching. Bounded: a watch closed while the etcd client was still
+        setting it up was seen to hang until etcd went away (a node stepping down
+        right after it started), and a stopping node must not wait on that."""
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=CLOSE_TIMEOUT_S)
+            if pending:
+                log.warning("the watch of cluster %s on %s did not end within %.0f s of its close; left behind",
+                            self.cluster_name, self.source.description, CLOSE_TIMEOUT_S)
         self._tasks = []
 
     async def __aenter__(self) -> TopologyWatcher:

@@ -15,6 +15,7 @@ The API is asyncio (as the SDK is); from plain code, `asyncio.run(cluster.up())`
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -236,7 +237,8 @@ class LocalCluster:
             raise ClusterUpError(f"etcd did not start: {exc}\n(log: {etcd.log})") from None
         ident = processes.identify(etcd.pid)
         record = ProcessRecord(name="etcd", role="etcd", pid=ident.pid, start_mark=ident.start_mark,
-                               log=str(etcd.log), endpoint=etcd.endpoint, data_directory=str(etcd.data))
+                               log=str(etcd.log), endpoint=etcd.endpoint, data_directory=str(etcd.data),
+                               peer_port=etcd.peer_port)
         self._record(state, record)
         return etcd
 
@@ -260,18 +262,25 @@ class LocalCluster:
             _write_config(config_path, config, title, spec.source)
             ready = directory / "ready.json"
             ready.unlink(missing_ok=True)
-            # --quiet: the effective configuration is config_path itself, not repeated in the log.
-            argv = [sys.executable, "-m", "meshmq.cli.main", "serve", role, "--config", str(config_path),
-                    "--ready-file", str(ready), "--quiet"]
-            proc, ident = processes.spawn(argv, self.run_dir / f"{name}.log", cwd=directory,
-                                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
-            record = ProcessRecord(name=name, role=role, pid=ident.pid, start_mark=ident.start_mark,
+            record = ProcessRecord(name=name, role=role, pid=0, start_mark=0.0,
                                    log=str(self.run_dir / f"{name}.log"), config=str(config_path),
                                    ready_file=str(ready),
                                    data_directory=str(config.data_directory) if role == "router" else "")
+            proc = self._spawn(record)
             self._record(state, record)
             spawned.append((record, proc))
         return spawned
+
+    @staticmethod
+    def _spawn(record: ProcessRecord) -> subprocess.Popen:
+        """Start a recorded service process (discovery or a router) on its config."""
+        # --quiet: the effective configuration is the config file itself, not repeated in the log.
+        argv = [sys.executable, "-m", "meshmq.cli.main", "serve", record.role, "--config", record.config,
+                "--ready-file", record.ready_file, "--quiet"]
+        proc, ident = processes.spawn(argv, Path(record.log), cwd=Path(record.config).parent,
+                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        record.pid, record.start_mark = ident.pid, ident.start_mark
+        return proc
 
     def _record(self, state: ClusterState, record: ProcessRecord) -> None:
         state.replace(record)
@@ -383,6 +392,70 @@ class LocalCluster:
         problem = "" if listed.available else f"etcd unreachable, last known topology: {listed.message}"
         return frozenset(n.node_id for n in listed.nodes), problem
 
+    # --- one process: failure drills -------------------------------------------------
+
+    def _named(self, name: str) -> tuple[ClusterState, ProcessRecord]:
+        state = self.load_state()
+        try:
+            return state, state.process(name)
+        except KeyError as exc:
+            raise ClusterError(exc.args[0]) from None
+
+    async def kill(self, name: str) -> ProcessRecord:
+        """SIGKILL one process (a crash: no shutdown code runs). It stays
+        recorded: `start` runs it again, `status` shows it dead, `down` skips it."""
+        state, record = self._named(name)
+        if not await asyncio.to_thread(processes.kill, record.ident):
+            raise ClusterError(f"{name} (pid {record.pid}) is not running")
+        (self.run_dir / f"{name}.pid").unlink(missing_ok=True)
+        return record
+
+    async def stop_process(self, name: str, timeout: float = STOP_DEADLINE_S) -> StoppedProcess:
+        """SIGTERM one process (SIGKILL after `timeout` seconds), as `down` stops each."""
+        state, record = self._named(name)
+        [result] = await asyncio.to_thread(processes.stop, [record.ident], timeout)
+        (self.run_dir / f"{name}.pid").unlink(missing_ok=True)
+        return StoppedProcess(record.name, record.role, record.pid, result.outcome, result.seconds)
+
+    async def start_process(self, name: str, *, timeout: float = 60.0) -> ProcessRecord:
+        """Run one recorded process again, on its config, ports and data (etcd
+        keeps its data, unlike at `up`), and record its new pid; return once it
+        is ready (a router: listening, active or passive). A router that will
+        only report ready once active (a master failing back) is waited for."""
+        state, record = self._named(name)
+        if processes.alive(record.ident):
+            raise ClusterError(f"{name} is running (pid {record.pid}); stop or kill it first")
+        if record.role == "etcd":
+            etcd = EtcdServer(Path(record.data_directory).parent, f"{state.cluster_name}-etcd", log=Path(record.log),
+                              start_timeout=timeout)
+            etcd.client_port = int(record.endpoint.rpartition(":")[2])
+            etcd.peer_port = record.peer_port
+            try:
+                await asyncio.to_thread(etcd.start)
+            except RuntimeError as exc:
+                raise ClusterError(f"etcd did not start again: {exc}") from None
+            ident = processes.identify(etcd.pid)
+            record.pid, record.start_mark = ident.pid, ident.start_mark
+        else:
+            if record.endpoint:
+                _pin_port(record)
+            Path(record.ready_file).unlink(missing_ok=True)
+            proc = self._spawn(record)
+            self._record(state, record)  # tracked from now on, ready or not
+            deadline = time.monotonic() + timeout
+            while not Path(record.ready_file).exists():
+                if proc.poll() is not None:
+                    raise ClusterError(f"{name} exited with code {proc.returncode}; the end of {record.log}:\n"
+                                       f"{processes.log_tail(Path(record.log), LOG_TAIL_LINES)}")
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"{name} was not ready after {timeout:g} s (it keeps running); see {record.log}")
+                await asyncio.sleep(POLL_S)
+            info = json.loads(Path(record.ready_file).read_text())
+            record.endpoint, record.node_id = info["endpoints"][0], info.get("node_id", "")
+            record.active = info.get("active", True)
+        self._record(state, record)
+        return record
+
     # --- down ------------------------------------------------------------------------
 
     async def down(self, *, timeout: float = STOP_DEADLINE_S, progress: Progress | None = None) -> list[StoppedProcess]:
@@ -434,7 +507,9 @@ async def _ha_state(state: ClusterState, record: ProcessRecord) -> tuple[str, st
         await channel.close()
     if info.ha_policy == "live-only":
         return "live-only", info.node_id
-    return f"{info.ha_policy}, active, epoch {info.epoch}", info.node_id
+    group = f", group {info.group_name}" if info.group_name else ""
+    backup = f", backup at {info.backup_connector}" if info.backup_connector else ", no backup"
+    return f"{info.ha_policy}, active, epoch {info.epoch}{group}{backup}", info.node_id
 
 
 def discovery_client(state: ClusterState) -> GrpcDiscoveryClient:
@@ -457,6 +532,31 @@ def discovery_client(state: ClusterState) -> GrpcDiscoveryClient:
 def missing_from_topology(nodes: list[ProcessRecord], listed_ids: set[str]) -> list[str]:
     """Names of the nodes whose id discovery does not list (in file order)."""
     return [n.name for n in nodes if n.node_id not in listed_ids]
+
+
+def _pin_port(record: ProcessRecord) -> None:
+    """A process whose port was picked at run time (port 0 in its config)
+    binds the same one when started again: clients and other nodes know it there."""
+    from meshmq.config.loader import effective_config_yaml, load_config
+
+    path = Path(record.config)
+    config = load_config(path)
+    port = int(record.endpoint.rpartition(":")[2])
+    if record.role == "router":
+        first = config.acceptors[0]
+        if first.port != 0:
+            return
+        config = config.model_copy(update={"acceptors": [first.model_copy(update={"port": port}),
+                                                         *config.acceptors[1:]]})
+    else:
+        listen = config.discovery.listen
+        if listen.port != 0:
+            return
+        config = config.model_copy(update={"discovery": config.discovery.model_copy(
+            update={"listen": listen.model_copy(update={"port": port})})})
+    header = "".join(line + "\n" for line in itertools.takewhile(lambda line: line.startswith("#"),
+                                                                   path.read_text().splitlines()))
+    path.write_text(header + effective_config_yaml(config, show_secrets=True))
 
 
 def _write_config(path: Path, config, title: str, source: str) -> None:

@@ -153,6 +153,17 @@ def stop(idents: Iterable[Identity], timeout: float) -> list[Stopped]:
     return [results[i] for i in idents]
 
 
+def kill(ident: Identity, timeout: float = _KILL_GRACE_S) -> bool:
+    """SIGKILL (a crash: no shutdown code runs) and wait until it is gone; False if it was not running."""
+    if not alive(ident):
+        return False
+    _kill(ident)
+    deadline = time.monotonic() + timeout
+    while alive(ident) and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+    return True
+
+
 def _kill(ident: Identity) -> None:
     # Each process leads its own session (spawn): its group is it and its children.
     try:

@@ -35,6 +35,8 @@ class ProcessRecord:
     data_directory: str = ""
     # False for a router that reported ready as a passive node (a shared-store backup waiting for its store).
     active: bool = True
+    # etcd's peer port (its client port is in `endpoint`): a restart binds both again.
+    peer_port: int = 0
 
     @property
     def ident(self) -> Identity:
@@ -74,6 +76,14 @@ class ClusterState:
     def nodes(self) -> list[ProcessRecord]:
         """The routers, in the cluster file's order."""
         return [p for p in self.processes if p.role == "router"]
+
+    def process(self, name: str) -> ProcessRecord:
+        """Any recorded process by name (a node, "discovery" or "etcd")."""
+        for p in self.processes:
+            if p.name == name:
+                return p
+        have = ", ".join(p.name for p in self.processes)
+        raise KeyError(f"no process {name!r} in cluster {self.cluster_name} (have: {have})")
 
     def node(self, name: str) -> ProcessRecord:
         for p in self.nodes:

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from meshmq.v1 import messages_pb2 as meshmq_dot_v1_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ameshmq/v1/management.proto\x12\tmeshmq.v1\x1a\x18meshmq/v1/messages.proto\"\x18\n\x16GetClusterStateRequest\"\x85\x02\n\nBridgeInfo\x12\x1a\n\x12\x63luster_connection\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12\x16\n\x0etarget_node_id\x18\x03 \x01(\t\x12\x18\n\x10target_node_name\x18\x04 \x01(\t\x12\r\n\x05state\x18\x05 \x01(\t\x12\x0f\n\x07problem\x18\x06 \x01(\t\x12\x0e\n\x06routed\x18\x07 \x01(\x04\x12\x11\n\tforwarded\x18\x08 \x01(\x04\x12\x11\n\tconfirmed\x18\t \x01(\x04\x12\x0f\n\x07pending\x18\n \x01(\x04\x12\x0f\n\x07retries\x18\x0b \x01(\x04\x12\x1f\n\x17store_and_forward_queue\x18\x0c \x01(\t\"\xca\x01\n\x11RemoteBindingInfo\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12,\n\x0crouting_type\x18\x05 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\x12\x18\n\x10\x63onsumer_filters\x18\x07 \x03(\t\x12\x0c\n\x04hops\x18\x08 \x01(\r\x12\x0b\n\x03via\x18\t \x01(\t\"\x91\x01\n\x0c\x43lusterState\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12&\n\x07\x62ridges\x18\x03 \x03(\x0b\x32\x15.meshmq.v1.BridgeInfo\x12\x35\n\x0fremote_bindings\x18\x04 \x03(\x0b\x32\x1c.meshmq.v1.RemoteBindingInfo\"\x16\n\x14WatchTopologyRequest\"p\n\x0eTopologyMember\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\x12\x18\n\x10\x62\x61\x63kup_connector\x18\x04 \x01(\t\x12\x12\n\ngroup_name\x18\x05 \x01(\t\"G\n\x08Topology\x12*\n\x07members\x18\x01 \x03(\x0b\x32\x19.meshmq.v1.TopologyMember\x12\x0f\n\x07version\x18\x02 \x01(\x04\"\x14\n\x12GetNodeInfoRequest\"\x81\x01\n\x08NodeInfo\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x12\n\nstarted_at\x18\x04 \x01(\x03\x12\x0f\n\x07journal\x18\x05 \x01(\t\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12\x11\n\tha_policy\x18\x07 \x01(\t\"\x16\n\x14ListAddressesRequest\"\xc9\x01\n\x0b\x41\x64\x64ressInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\rrouting_types\x18\x02 \x03(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06queues\x18\x03 \x03(\t\x12\x14\n\x0c\x61uto_created\x18\x04 \x01(\x08\x12\x17\n\x0fmemory_messages\x18\x05 \x01(\x04\x12\x14\n\x0cmemory_bytes\x18\x06 \x01(\x04\x12\x18\n\x10messages_dropped\x18\x07 \x01(\x04\x12\x0e\n\x06paging\x18\x08 \x01(\x08\"B\n\x15ListAddressesResponse\x12)\n\taddresses\x18\x01 \x03(\x0b\x32\x16.meshmq.v1.AddressInfo\"$\n\x11ListQueuesRequest\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\"\xff\x02\n\tQueueInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\x12\x11\n\ttemporary\x18\x06 \x01(\x08\x12\x14\n\x0c\x61uto_created\x18\x07 \x01(\x08\x12\x15\n\rmessage_count\x18\x08 \x01(\x04\x12\x16\n\x0e\x63onsumer_count\x18\t \x01(\r\x12\x18\n\x10\x64\x65livering_count\x18\n \x01(\x04\x12\x16\n\x0emessages_added\x18\x0b \x01(\x04\x12\x1d\n\x15messages_acknowledged\x18\x0c \x01(\x04\x12\x18\n\x10messages_expired\x18\r \x01(\x04\x12\x17\n\x0fmessages_killed\x18\x0e \x01(\x04\x12\x13\n\x0bpaged_count\x18\x0f \x01(\x04\x12\x13\n\x0bpaged_bytes\x18\x10 \x01(\x04\":\n\x12ListQueuesResponse\x12$\n\x06queues\x18\x01 \x03(\x0b\x32\x14.meshmq.v1.QueueInfo\"%\n\x14ListConsumersRequest\x12\r\n\x05queue\x18\x01 \x01(\t\"\xb3\x01\n\x0c\x43onsumerInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63onsumer_id\x18\x02 \x01(\r\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x18\n\x10\x64\x65livering_count\x18\x05 \x01(\x04\x12\x1d\n\x15messages_acknowledged\x18\x06 \x01(\x04\x12\x0f\n\x07\x63redits\x18\x07 \x01(\x03\x12\x11\n\tclient_id\x18\x08 \x01(\t\"C\n\x15ListConsumersResponse\x12*\n\tconsumers\x18\x01 \x03(\x0b\x32\x17.meshmq.v1.ConsumerInfo\"\x82\x01\n\x12\x43reateQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\"1\n\x12\x44\x65leteQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"/\n\x13\x44\x65leteQueueResponse\x12\x18\n\x10messages_removed\x18\x01 \x01(\x04\"!\n\x11PurgeQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\".\n\x12PurgeQueueResponse\x12\x18\n\x10messages_removed\x18\x01 \x01(\x04\x32\xb7\x05\n\nManagement\x12\x41\n\x0bGetNodeInfo\x12\x1d.meshmq.v1.GetNodeInfoRequest\x1a\x13.meshmq.v1.NodeInfo\x12R\n\rListAddresses\x12\x1f.meshmq.v1.ListAddressesRequest\x1a .meshmq.v1.ListAddressesResponse\x12I\n\nListQueues\x12\x1c.meshmq.v1.ListQueuesRequest\x1a\x1d.meshmq.v1.ListQueuesResponse\x12R\n\rListConsumers\x12\x1f.meshmq.v1.ListConsumersRequest\x1a .meshmq.v1.ListConsumersResponse\x12\x42\n\x0b\x43reateQueue\x12\x1d.meshmq.v1.CreateQueueRequest\x1a\x14.meshmq.v1.QueueInfo\x12L\n\x0b\x44\x65leteQueue\x12\x1d.meshmq.v1.DeleteQueueRequest\x1a\x1e.meshmq.v1.DeleteQueueResponse\x12I\n\nPurgeQueue\x12\x1c.meshmq.v1.PurgeQueueRequest\x1a\x1d.meshmq.v1.PurgeQueueResponse\x12G\n\rWatchTopology\x12\x1f.meshmq.v1.WatchTopologyRequest\x1a\x13.meshmq.v1.Topology0\x01\x12M\n\x0fGetClusterState\x12!.meshmq.v1.GetClusterStateRequest\x1a\x17.meshmq.v1.ClusterStateb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1ameshmq/v1/management.proto\x12\tmeshmq.v1\x1a\x18meshmq/v1/messages.proto\"\x18\n\x16GetClusterStateRequest\"\x85\x02\n\nBridgeInfo\x12\x1a\n\x12\x63luster_connection\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12\x16\n\x0etarget_node_id\x18\x03 \x01(\t\x12\x18\n\x10target_node_name\x18\x04 \x01(\t\x12\r\n\x05state\x18\x05 \x01(\t\x12\x0f\n\x07problem\x18\x06 \x01(\t\x12\x0e\n\x06routed\x18\x07 \x01(\x04\x12\x11\n\tforwarded\x18\x08 \x01(\x04\x12\x11\n\tconfirmed\x18\t \x01(\x04\x12\x0f\n\x07pending\x18\n \x01(\x04\x12\x0f\n\x07retries\x18\x0b \x01(\x04\x12\x1f\n\x17store_and_forward_queue\x18\x0c \x01(\t\"\xca\x01\n\x11RemoteBindingInfo\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12,\n\x0crouting_type\x18\x05 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\x12\x18\n\x10\x63onsumer_filters\x18\x07 \x03(\t\x12\x0c\n\x04hops\x18\x08 \x01(\r\x12\x0b\n\x03via\x18\t \x01(\t\"\x91\x01\n\x0c\x43lusterState\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12&\n\x07\x62ridges\x18\x03 \x03(\x0b\x32\x15.meshmq.v1.BridgeInfo\x12\x35\n\x0fremote_bindings\x18\x04 \x03(\x0b\x32\x1c.meshmq.v1.RemoteBindingInfo\"\x16\n\x14WatchTopologyRequest\"p\n\x0eTopologyMember\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\x12\x18\n\x10\x62\x61\x63kup_connector\x18\x04 \x01(\t\x12\x12\n\ngroup_name\x18\x05 \x01(\t\"G\n\x08Topology\x12*\n\x07members\x18\x01 \x03(\x0b\x32\x19.meshmq.v1.TopologyMember\x12\x0f\n\x07version\x18\x02 \x01(\x04\"\x14\n\x12GetNodeInfoRequest\"\xaf\x01\n\x08NodeInfo\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x12\n\nstarted_at\x18\x04 \x01(\x03\x12\x0f\n\x07journal\x18\x05 \x01(\t\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12\x11\n\tha_policy\x18\x07 \x01(\t\x12\x12\n\ngroup_name\x18\x08 \x01(\t\x12\x18\n\x10\x62\x61\x63kup_connector\x18\t \x01(\t\"\x16\n\x14ListAddressesRequest\"\xc9\x01\n\x0b\x41\x64\x64ressInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12-\n\rrouting_types\x18\x02 \x03(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06queues\x18\x03 \x03(\t\x12\x14\n\x0c\x61uto_created\x18\x04 \x01(\x08\x12\x17\n\x0fmemory_messages\x18\x05 \x01(\x04\x12\x14\n\x0cmemory_bytes\x18\x06 \x01(\x04\x12\x18\n\x10messages_dropped\x18\x07 \x01(\x04\x12\x0e\n\x06paging\x18\x08 \x01(\x08\"B\n\x15ListAddressesResponse\x12)\n\taddresses\x18\x01 \x03(\x0b\x32\x16.meshmq.v1.AddressInfo\"$\n\x11ListQueuesRequest\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\"\xff\x02\n\tQueueInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\x12\x11\n\ttemporary\x18\x06 \x01(\x08\x12\x14\n\x0c\x61uto_created\x18\x07 \x01(\x08\x12\x15\n\rmessage_count\x18\x08 \x01(\x04\x12\x16\n\x0e\x63onsumer_count\x18\t \x01(\r\x12\x18\n\x10\x64\x65livering_count\x18\n \x01(\x04\x12\x16\n\x0emessages_added\x18\x0b \x01(\x04\x12\x1d\n\x15messages_acknowledged\x18\x0c \x01(\x04\x12\x18\n\x10messages_expired\x18\r \x01(\x04\x12\x17\n\x0fmessages_killed\x18\x0e \x01(\x04\x12\x13\n\x0bpaged_count\x18\x0f \x01(\x04\x12\x13\n\x0bpaged_bytes\x18\x10 \x01(\x04\":\n\x12ListQueuesResponse\x12$\n\x06queues\x18\x01 \x03(\x0b\x32\x14.meshmq.v1.QueueInfo\"%\n\x14ListConsumersRequest\x12\r\n\x05queue\x18\x01 \x01(\t\"\xb3\x01\n\x0c\x43onsumerInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x13\n\x0b\x63onsumer_id\x18\x02 \x01(\r\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x18\n\x10\x64\x65livering_count\x18\x05 \x01(\x04\x12\x1d\n\x15messages_acknowledged\x18\x06 \x01(\x04\x12\x0f\n\x07\x63redits\x18\x07 \x01(\x03\x12\x11\n\tclient_id\x18\x08 \x01(\t\"C\n\x15ListConsumersResponse\x12*\n\tconsumers\x18\x01 \x03(\x0b\x32\x17.meshmq.v1.ConsumerInfo\"\x82\x01\n\x12\x43reateQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\"1\n\x12\x44\x65leteQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"/\n\x13\x44\x65leteQueueResponse\x12\x18\n\x10messages_removed\x18\x01 \x01(\x04\"!\n\x11PurgeQueueRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\".\n\x12PurgeQueueResponse\x12\x18\n\x10messages_removed\x18\x01 \x01(\x04\x32\xb7\x05\n\nManagement\x12\x41\n\x0bGetNodeInfo\x12\x1d.meshmq.v1.GetNodeInfoRequest\x1a\x13.meshmq.v1.NodeInfo\x12R\n\rListAddresses\x12\x1f.meshmq.v1.ListAddressesRequest\x1a .meshmq.v1.ListAddressesResponse\x12I\n\nListQueues\x12\x1c.meshmq.v1.ListQueuesRequest\x1a\x1d.meshmq.v1.ListQueuesResponse\x12R\n\rListConsumers\x12\x1f.meshmq.v1.ListConsumersRequest\x1a .meshmq.v1.ListConsumersResponse\x12\x42\n\x0b\x43reateQueue\x12\x1d.meshmq.v1.CreateQueueRequest\x1a\x14.meshmq.v1.QueueInfo\x12L\n\x0b\x44\x65leteQueue\x12\x1d.meshmq.v1.DeleteQueueRequest\x1a\x1e.meshmq.v1.DeleteQueueResponse\x12I\n\nPurgeQueue\x12\x1c.meshmq.v1.PurgeQueueRequest\x1a\x1d.meshmq.v1.PurgeQueueResponse\x12G\n\rWatchTopology\x12\x1f.meshmq.v1.WatchTopologyRequest\x1a\x13.meshmq.v1.Topology0\x01\x12M\n\x0fGetClusterState\x12!.meshmq.v1.GetClusterStateRequest\x1a\x17.meshmq.v1.ClusterStateb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,35 +49,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETNODEINFOREQUEST']._serialized_start=921
   _globals['_GETNODEINFOREQUEST']._serialized_end=941
   _globals['_NODEINFO']._serialized_start=944
-  _globals['_NODEINFO']._serialized_end=1073
-  _globals['_LISTADDRESSESREQUEST']._serialized_start=1075
-  _globals['_LISTADDRESSESREQUEST']._serialized_end=1097
-  _globals['_ADDRESSINFO']._serialized_start=1100
-  _globals['_ADDRESSINFO']._serialized_end=1301
-  _globals['_LISTADDRESSESRESPONSE']._serialized_start=1303
-  _globals['_LISTADDRESSESRESPONSE']._serialized_end=1369
-  _globals['_LISTQUEUESREQUEST']._serialized_start=1371
-  _globals['_LISTQUEUESREQUEST']._serialized_end=1407
-  _globals['_QUEUEINFO']._serialized_start=1410
-  _globals['_QUEUEINFO']._serialized_end=1793
-  _globals['_LISTQUEUESRESPONSE']._serialized_start=1795
-  _globals['_LISTQUEUESRESPONSE']._serialized_end=1853
-  _globals['_LISTCONSUMERSREQUEST']._serialized_start=1855
-  _globals['_LISTCONSUMERSREQUEST']._serialized_end=1892
-  _globals['_CONSUMERINFO']._serialized_start=1895
-  _globals['_CONSUMERINFO']._serialized_end=2074
-  _globals['_LISTCONSUMERSRESPONSE']._serialized_start=2076
-  _globals['_LISTCONSUMERSRESPONSE']._serialized_end=2143
-  _globals['_CREATEQUEUEREQUEST']._serialized_start=2146
-  _globals['_CREATEQUEUEREQUEST']._serialized_end=2276
-  _globals['_DELETEQUEUEREQUEST']._serialized_start=2278
-  _globals['_DELETEQUEUEREQUEST']._serialized_end=2327
-  _globals['_DELETEQUEUERESPONSE']._serialized_start=2329
-  _globals['_DELETEQUEUERESPONSE']._serialized_end=2376
-  _globals['_PURGEQUEUEREQUEST']._serialized_start=2378
-  _globals['_PURGEQUEUEREQUEST']._serialized_end=2411
-  _globals['_PURGEQUEUERESPONSE']._serialized_start=2413
-  _globals['_PURGEQUEUERESPONSE']._serialized_end=2459
-  _globals['_MANAGEMENT']._serialized_start=2462
-  _globals['_MANAGEMENT']._serialized_end=3157
+  _globals['_NODEINFO']._serialized_end=1119
+  _globals['_LISTADDRESSESREQUEST']._serialized_start=1121
+  _globals['_LISTADDRESSESREQUEST']._serialized_end=1143
+  _globals['_ADDRESSINFO']._serialized_start=1146
+  _globals['_ADDRESSINFO']._serialized_end=1347
+  _globals['_LISTADDRESSESRESPONSE']._serialized_start=1349
+  _globals['_LISTADDRESSESRESPONSE']._serialized_end=1415
+  _globals['_LISTQUEUESREQUEST']._serialized_start=1417
+  _globals['_LISTQUEUESREQUEST']._serialized_end=1453
+  _globals['_QUEUEINFO']._serialized_start=1456
+  _globals['_QUEUEINFO']._serialized_end=1839
+  _globals['_LISTQUEUESRESPONSE']._serialized_start=1841
+  _globals['_LISTQUEUESRESPONSE']._serialized_end=1899
+  _globals['_LISTCONSUMERSREQUEST']._serialized_start=1901
+  _globals['_LISTCONSUMERSREQUEST']._serialized_end=1938
+  _globals['_CONSUMERINFO']._serialized_start=1941
+  _globals['_CONSUMERINFO']._serialized_end=2120
+  _globals['_LISTCONSUMERSRESPONSE']._serialized_start=2122
+  _globals['_LISTCONSUMERSRESPONSE']._serialized_end=2189
+  _globals['_CREATEQUEUEREQUEST']._serialized_start=2192
+  _globals['_CREATEQUEUEREQUEST']._serialized_end=2322
+  _globals['_DELETEQUEUEREQUEST']._serialized_start=2324
+  _globals['_DELETEQUEUEREQUEST']._serialized_end=2373
+  _globals['_DELETEQUEUERESPONSE']._serialized_start=2375
+  _globals['_DELETEQUEUERESPONSE']._serialized_end=2422
+  _globals['_PURGEQUEUEREQUEST']._serialized_start=2424
+  _globals['_PURGEQUEUEREQUEST']._serialized_end=2457
+  _globals['_PURGEQUEUERESPONSE']._serialized_start=2459
+  _globals['_PURGEQUEUERESPONSE']._serialized_end=2505
+  _globals['_MANAGEMENT']._serialized_start=2508
+  _globals['_MANAGEMENT']._serialized_end=3203
 # @@protoc_insertion_point(module_scope)

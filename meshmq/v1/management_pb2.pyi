@@ -104,7 +104,7 @@ class GetNodeInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy")
+    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +112,8 @@ class NodeInfo(_message.Message):
     JOURNAL_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     HA_POLICY_FIELD_NUMBER: _ClassVar[int]
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    BACKUP_CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     name: str
     version: str
@@ -119,7 +121,9 @@ class NodeInfo(_message.Message):
     journal: str
     epoch: int
     ha_policy: str
-    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ...) -> None: ...
+    group_name: str
+    backup_connector: str
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ...) -> None: ...
 
 class ListAddressesRequest(_message.Message):
     __slots__ = ()

@@ -51,10 +51,12 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
                  authorizer: Authorizer | None = None, bridges: Callable[[], Iterable] = tuple,
-                 ha_policy: str = "live-only") -> None:
+                 ha_policy: str = "live-only", ha_group: str = "", backup: Callable[[], str] = str) -> None:
         self.broker = broker
-        # BrokerConfig.ha_role, shown in NodeInfo.
+        # BrokerConfig.ha_role and ha_group, and where the node's backup waits, shown in NodeInfo.
         self._ha_policy = ha_policy
+        self._ha_group = ha_group
+        self._backup = backup
         # The node's cluster bridges (ClusterConnections.bridges), for GetClusterState.
         self.bridges = bridges
         self.auth = auth
@@ -86,6 +88,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 journal=b.journal.description,
                 epoch=b.epoch,
                 ha_policy=self._ha_policy,
+                group_name=self._ha_group,
+                backup_connector=self._backup(),
             ),
             lambda: (),  # every client asks at first contact (access.py)
         )

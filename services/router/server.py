@@ -173,7 +173,8 @@ class RouterNode:
         add_servicer(
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
                                             bridges=lambda: self.cluster.bridges.values(),
-                                            ha_policy=self.config.ha_role),
+                                            ha_policy=self.config.ha_role, ha_group=self.config.ha_group,
+                                            backup=lambda: self.backup_connector),
             mgpb.DESCRIPTOR.services_by_name["Management"],
         )
         live_only = self.config.ha_policy.live_only

@@ -15,7 +15,7 @@ import pytest
 
 from meshmq.client import connect
 from meshmq.launcher import load_cluster_spec
-from tests.fixtures.nodes import eventually
+from tests.fixtures.nodes import eventually, free_port
 
 from .test_local_cluster import cli, gone
 
@@ -44,7 +44,7 @@ async def test_the_shared_store_example_up_failover_and_status(launched, pg_url,
     live, backup = by_name["live"], by_name["backup"]
     # Started together, the backup may win the free lease first (as in Artemis) and
     # then fail back to the live: wait for the steady state.
-    live_serves = re.compile(r"shared-store master, active, epoch (\d+)")
+    live_serves = re.compile(rf"shared-store master, active, epoch (\d+), backup at {backup['endpoint']}")
     column = await eventually(lambda: (c := ha_column(run)) and live_serves.fullmatch(c["live"])
                               and c["backup"] == f"passive (live at {live['endpoint']})" and c, 30,
                               "the live to serve and the backup to wait")
@@ -53,7 +53,7 @@ async def test_the_shared_store_example_up_failover_and_status(launched, pg_url,
         await (await (await conn.session()).create_producer("orders")).send(b"kept")
 
     os.kill(live["pid"], signal.SIGKILL)
-    await eventually(lambda: ha_column(run)["backup"] == f"shared-store slave, active, epoch {epoch + 1}", 30,
+    await eventually(lambda: ha_column(run)["backup"] == f"shared-store slave, active, epoch {epoch + 1}, no backup", 30,
                      "status to show the backup serving")
     async with await connect(f"meshmq://{backup['endpoint']}") as conn:
         message = await (await (await conn.session()).create_consumer("orders")).receive(5)
@@ -69,3 +69,41 @@ def test_the_example_names_a_shared_postgresql_store_for_both_nodes():
     assert spec.node_defaults["journal"]["url"].startswith("postgresql")
     assert [n.config["ha-policy"] for n in spec.nodes] == [{"shared-store": {"master": {}}},
                                                            {"shared-store": {"slave": {}}}]
+
+
+CLASSIC = ROOT / "deploy" / "local" / "classic-replication-4.yaml"
+
+
+async def test_the_classic_replication_example_fails_over_and_back(launched, tmp_path):
+    """deploy/local/classic-replication-4.yaml (its ports replaced by free
+    ones: the connectors name them): up, the master killed, its slave serving
+    after the lives' vote, the master started again failing back."""
+    text = CLASSIC.read_text()
+    for port in sorted(set(re.findall(r"\b(?:239[12]|6166[5-9])\b", text))):
+        text = re.sub(rf"\b{port}\b", str(free_port()), text)
+    copy = tmp_path / "classic-replication-4.yaml"
+    copy.write_text(text)
+    run = launched.run_dir()
+    up = cli("up", "-f", str(copy), "--run-dir", str(run))
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "all 3 active nodes are in the topology of cluster classic-replication-4; 1 passive (backups)" in up.stdout
+    by_name = {p["name"]: p for p in json.loads((run / "cluster.json").read_text())["processes"]}
+    m, s = by_name["m"], by_name["s"]
+    await eventually(lambda: "is in sync" in Path(m["log"]).read_text(), 30, "the slave to copy the master")
+    column = await eventually(lambda: (c := ha_column(run))["m"].endswith(f"backup at {s['endpoint']}") and c, 10,
+                              "the master to name its slave")
+    assert column["m"] == f"replication master, active, epoch 1, backup at {s['endpoint']}"
+    assert column["s"] == f"passive (live at {m['endpoint']})"
+    async with await connect(f"meshmq://{m['endpoint']}") as conn:
+        await (await (await conn.session()).create_producer("orders")).send(b"kept")
+
+    assert cli("kill", "m", "--run-dir", str(run)).returncode == 0
+    await eventually(lambda: ha_column(run)["s"] == "replication slave, active, epoch 2, no backup", 30,
+                     "the slave to serve")
+    started = cli("start", "m", "--run-dir", str(run))  # returns once m serves again: it failed back
+    assert started.returncode == 0, started.stdout + started.stderr
+    await eventually(lambda: (c := ha_column(run))["m"] == f"replication master, active, epoch 3, backup at {s['endpoint']}"
+                     and c["s"] == f"passive (live at {m['endpoint']})", 30, "the master to serve, the slave to copy it")
+    async with await connect(f"meshmq://{m['endpoint']}") as conn:
+        message = await (await (await conn.session()).create_consumer("orders")).receive(5)
+        assert message is not None and message.body == b"kept"

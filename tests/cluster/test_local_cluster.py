@@ -183,3 +183,48 @@ async def test_cli_up_status_down_round_trip(launched, tmp_path):
     assert refused.returncode == 2
     assert f"error: {bad}:4: nodes[0].prot: unknown key (did you mean 'port'?)" in refused.stderr
     assert not (tmp_path / "bad-run").exists()
+
+
+def rows_of(run) -> dict[str, list[str]]:
+    status = cli("status", "--run-dir", str(run))
+    return {r[0]: r for r in (line.split("\t") for line in status.stdout.splitlines()[1:])}
+
+
+async def test_failure_drills_kill_stop_and_start_one_process_and_the_cluster_keeps_tracking_it(launched):
+    """A node killed with -9 and started again, etcd killed and started again
+    (with its data), a node stopped and started: each comes back on its own
+    endpoint, the launcher tracks the new pids, and down stops them all."""
+    run = launched.run_dir()
+    up = cli("up", "-f", str(SYMMETRIC_3), "--run-dir", str(run), "--free-ports")
+    assert up.returncode == 0, up.stdout + up.stderr
+    before = rows_of(run)
+
+    killed = cli("kill", "n2", "--run-dir", str(run))
+    assert killed.returncode == 0 and "n2 (pid" in killed.stdout and "killed with SIGKILL" in killed.stdout
+    assert gone(int(before["n2"][1]))
+    assert rows_of(run)["n2"][2] == "no"
+    assert cli("kill", "n2", "--run-dir", str(run)).returncode != 0  # not running: said, nothing done
+    started = cli("start", "n2", "--run-dir", str(run))
+    assert started.returncode == 0, started.stdout + started.stderr
+    await eventually(lambda: (r := rows_of(run)["n2"]) and r[2] == "yes" and r[5] == "yes" and r, 30,
+                     "n2 back in the topology")
+    after = rows_of(run)["n2"]
+    assert after[1] != before["n2"][1] and (after[3], after[4]) == (before["n2"][3], before["n2"][4])
+
+    assert cli("kill", "etcd", "--run-dir", str(run)).returncode == 0
+    assert rows_of(run)["etcd"][2] == "no"
+    assert cli("start", "etcd", "--run-dir", str(run)).returncode == 0
+    # Discovery reconnects and the nodes' announcements come back.
+    await eventually(lambda: cli("status", "--run-dir", str(run)).returncode == 0, 60, "a healthy cluster again")
+
+    stopped = cli("stop", "n1", "--run-dir", str(run))
+    assert stopped.returncode == 0 and "stopped in" in stopped.stdout
+    assert cli("start", "n1", "--run-dir", str(run)).returncode == 0
+    await eventually(lambda: cli("status", "--run-dir", str(run)).returncode == 0, 30, "n1 back")
+
+    assert cli("start", "n1", "--run-dir", str(run)).returncode != 0  # running already
+    unknown = cli("kill", "n9", "--run-dir", str(run))
+    assert unknown.returncode != 0 and "no process 'n9'" in unknown.stderr
+    pids = [int(r[1]) for r in rows_of(run).values()]
+    assert cli("down", "--run-dir", str(run)).returncode == 0
+    assert all(gone(pid) for pid in pids)

@@ -52,7 +52,7 @@ def router(nodes: Nodes, name: str, port: int, connectors: dict[str, str], polic
 
 def cluster(nodes: Nodes, proxies, *, master_policy: str = "master: {vote-retry-wait: 200, quorum-vote-wait: 2}",
             slave_policy: str = "slave: {vote-retries: 3, vote-retry-wait: 300, quorum-vote-wait: 2}",
-            master_behind_proxies: bool = False) -> dict:
+            master_behind_proxies: bool = False, start_slave: bool = True) -> dict:
     """M, L2, L3 linked to each other, and S reaching each of them through a
     proxy of its own (`proxy`). With `master_behind_proxies`, the links
     between M and L2/L3 pass through proxies too (`cut_master`)."""
@@ -71,8 +71,13 @@ def cluster(nodes: Nodes, proxies, *, master_policy: str = "master: {vote-retry-
     c["l3"] = router(nodes, "l3", ports["l3"], {"m": path("m"), "l2": ep["l2"]})
     to = c["proxy"]
     c["s"] = router(nodes, "s", ports["s"], {"m": to["m"].endpoint, "l2": to["l2"].endpoint,
-                                              "l3": to["l3"].endpoint}, slave_policy)
+                                              "l3": to["l3"].endpoint}, slave_policy, start=start_slave)
     return c
+
+
+async def _backup_named(live, endpoint: str) -> bool:
+    info = await node_info(live)
+    return (info.ha_policy, info.backup_connector) == ("replication master", endpoint)
 
 
 def count(proc, text: str) -> int:
@@ -97,6 +102,8 @@ async def test_kill_9_of_the_master_the_slave_wins_the_vote_and_takes_over_with_
     await in_sync(m, s)
     await send(m, 100, 100)
     assert not await answers(s)
+    # The management API shows the pairing: the master names its in-sync slave.
+    await eventually(lambda: _backup_named(m, s.endpoint), 10, "the master to name its slave")
     node_id = m.info["node_id"]
     await asyncio.to_thread(m.kill9)
     await eventually(lambda: answers(s), 30, "the slave to take over")
@@ -302,3 +309,26 @@ async def test_a_nemesis_killing_master_and_slave_in_turn_under_load_loses_and_d
     lost = confirmed - set(got)
     assert not lost, f"{len(lost)} confirmed messages lost, e.g. {sorted(lost)[:5]}"
     assert len(confirmed) >= 1600
+
+
+async def test_kill_9_of_the_master_during_the_slaves_copy_keeps_every_message_somewhere(nodes, proxies):
+    """Killed while its slave copies the store: the slave serves only with a
+    complete copy (and the lives' votes); the master started again serves, or
+    fails back from the slave. Either way every confirmed message is there."""
+    from .test_shared_store_nemesis import active_url
+
+    c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 200, "
+                                              "quorum-vote-wait: 2}", start_slave=False)
+    m, s = c["m"], c["s"]
+    await send(m, 0, 3000)
+    await asyncio.to_thread(s.start)
+    await eventually(lambda: log_has(m, "attached; copied the store"), 20, "the copy to start")
+    await asyncio.to_thread(m.kill9)
+    await asyncio.to_thread(m.start)  # serves its own store, or fails back from the slave that took over
+    async with await connect(await active_url([m, s])) as conn:
+        consumer = await (await conn.session()).create_consumer(QUEUE)
+        got = []
+        while (msg := await consumer.receive(3)) is not None:
+            got.append(int(msg.properties["n"]))
+            consumer.ack(msg)
+    assert sorted(got) == list(range(3000))
