@@ -75,6 +75,15 @@ def cluster(nodes: Nodes, proxies, *, master_policy: str = "master: {vote-retry-
     return c
 
 
+async def slave_serving_20(m, s) -> None:
+    """10 messages sent to M and copied to S; M killed, S serving, 10 more confirmed by S alone."""
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    await asyncio.to_thread(m.kill9)
+    await eventually(lambda: answers(s), 30, "the slave to take over")
+    await send(s, 10, 10)
+
+
 async def _backup_named(live, endpoint: str) -> bool:
     info = await node_info(live)
     return (info.ha_policy, info.backup_connector) == ("replication master", endpoint)
@@ -211,12 +220,8 @@ async def test_the_master_back_with_check_for_live_server_fails_back_and_the_sla
     c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 200, "
                                               "quorum-vote-wait: 2}")
     m, s = c["m"], c["s"]
-    await send(m, 0, 10)
-    await in_sync(m, s)
-    await asyncio.to_thread(m.kill9)
-    await eventually(lambda: answers(s), 30, "the slave to take over")
+    await slave_serving_20(m, s)
     served_at = (await node_info(s)).epoch
-    await send(s, 10, 10)  # confirmed by the slave alone
     before = syncs(s)
     # M comes back: it copies the store from S, S steps down, M takes over by the vote.
     await asyncio.to_thread(m.start)
@@ -243,11 +248,7 @@ async def test_kill_9_of_the_master_while_it_fails_back_keeps_every_message(node
     c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 5000, "
                                               "quorum-vote-wait: 2}")
     m, s = c["m"], c["s"]
-    await send(m, 0, 10)
-    await in_sync(m, s)
-    await asyncio.to_thread(m.kill9)
-    await eventually(lambda: answers(s), 30, "the slave to take over")
-    await send(s, 10, 10)
+    await slave_serving_20(m, s)
     steps = count(s, "stepping down so that it serves again")
     m.proc = None
     starting = asyncio.ensure_future(asyncio.to_thread(m.start))  # ready only once it serves: it will not
@@ -266,7 +267,7 @@ async def test_a_nemesis_killing_master_and_slave_in_turn_under_load_loses_and_d
     slave takes over), restart it (it fails back, the slave waits as its
     backup again), kill -9 the slave (the master goes on alone), restart it
     (it copies the master again). Then drain: every confirmed message, none twice."""
-    from .test_shared_store_nemesis import active_url, producer
+    from .test_shared_store_nemesis import drain_exactly_once, producer
 
     c = cluster(nodes, proxies, master_policy="master: {check-for-live-server: true, vote-retry-wait: 200, "
                                               "quorum-vote-wait: 2}")
@@ -299,15 +300,7 @@ async def test_a_nemesis_killing_master_and_slave_in_turn_under_load_loses_and_d
         stop.set()
         retried = await asyncio.wait_for(asyncio.gather(*tasks), 60)
     assert sum(retried) > 0
-    got: list[str] = []
-    async with await connect(await active_url([m, s])) as conn:
-        consumer = await (await conn.session()).create_consumer(QUEUE)
-        while (msg := await consumer.receive(3)) is not None:
-            got.append(msg.body.decode())
-            consumer.ack(msg)
-    assert len(got) == len(set(got)), f"{len(got) - len(set(got))} delivered twice"
-    lost = confirmed - set(got)
-    assert not lost, f"{len(lost)} confirmed messages lost, e.g. {sorted(lost)[:5]}"
+    await drain_exactly_once([m, s], confirmed)
     assert len(confirmed) >= 1600
 
 

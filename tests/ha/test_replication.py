@@ -163,7 +163,7 @@ async def kill_9_under_load(live, backup) -> None:
     """Three producers with duplicate ids keep what was confirmed while the
     live is killed mid-stream; the backup takes over and they go on there.
     Every confirmed message is drained from the backup, none twice."""
-    from .test_shared_store_nemesis import producer
+    from .test_shared_store_nemesis import drain_exactly_once, producer
 
     confirmed: set[str] = set()
     stop = asyncio.Event()
@@ -178,15 +178,7 @@ async def kill_9_under_load(live, backup) -> None:
         stop.set()
         retried = await asyncio.wait_for(asyncio.gather(*tasks), 60)
     assert sum(retried) > 0
-    got: list[str] = []
-    async with await connect(backup.url) as conn:
-        consumer = await (await conn.session()).create_consumer(QUEUE)
-        while (m := await consumer.receive(3)) is not None:
-            got.append(m.body.decode())
-            consumer.ack(m)
-    assert len(got) == len(set(got)), f"{len(got) - len(set(got))} delivered twice"
-    lost = confirmed - set(got)
-    assert not lost, f"{len(lost)} confirmed messages lost, e.g. {sorted(lost)[:5]}"
+    await drain_exactly_once([backup], confirmed)
 
 
 async def test_kill_9_of_the_primary_during_the_backups_copy_keeps_every_message_somewhere(nodes, etcd):

@@ -34,6 +34,21 @@ async def active_url(nodes_: list) -> str:
     raise TimeoutError("no node served for 30 s")
 
 
+async def drain_exactly_once(nodes_: list, confirmed: set[str]) -> list[str]:
+    """Drain the queue from whichever node serves; assert every confirmed
+    message is there and none twice. The bodies drained."""
+    got: list[str] = []
+    async with await connect(await active_url(nodes_)) as conn:
+        consumer = await (await conn.session()).create_consumer(QUEUE)
+        while (m := await consumer.receive(3)) is not None:
+            got.append(m.body.decode())
+            consumer.ack(m)
+    assert len(got) == len(set(got)), f"{len(got) - len(set(got))} messages delivered twice"
+    lost = confirmed - set(got)
+    assert not lost, f"{len(lost)} confirmed messages lost, e.g. {sorted(lost)[:5]}"
+    return got
+
+
 async def producer(pid: int, nodes_: list, confirmed: set[str], stop: asyncio.Event) -> int:
     """Send "p<pid>-<i>" in order, each until confirmed or refused as a duplicate
     (stored before a failure cut its confirm off). Returns how many were retried."""
@@ -89,15 +104,7 @@ async def test_kill_9_of_the_live_under_load_three_times_loses_and_doubles_nothi
         stop.set()
         retried = await asyncio.wait_for(asyncio.gather(*tasks), DEADLINE_S)
     assert sum(retried) > 0  # the failures did reach the producers
-    got: list[str] = []
-    async with await connect(await active_url([live, backup])) as conn:
-        consumer = await (await conn.session()).create_consumer(QUEUE)
-        while (m := await consumer.receive(3)) is not None:
-            got.append(m.body.decode())
-            consumer.ack(m)
-    assert len(got) == len(set(got)), f"{len(got) - len(set(got))} messages delivered twice"
-    lost = confirmed - set(got)
-    assert not lost, f"{len(lost)} confirmed messages lost, e.g. {sorted(lost)[:5]}"
+    got = await drain_exactly_once([live, backup], confirmed)
     # Nothing that was never sent; unconfirmed sends that were stored may be there.
     for g in got:
         pid, _, i = g.partition("-")
