@@ -143,7 +143,8 @@ class ClusterServicer(cgrpc.ClusterServicer):
         if refused is not None:
             await abort_with(context, refused)
         if not request.target_node_id or not request.copy_id:
-            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "ForgetCopy needs target_node_id and copy_id"))
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST,
+                                                  "ForgetCopy needs target_node_id and copy_id"))
         kept = self._stale.pop(request.target_node_id, None) or deque(maxlen=STALE_COPIES_KEPT)
         self._stale[request.target_node_id] = kept  # the most recently told last
         while len(self._stale) > STALE_LIVES_KEPT:
