@@ -71,13 +71,15 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
     (services/router/replica.py) until the quorum lets it take over —
     pluggable on etcd (services/ha-coordinator/replication.py) or classic
     votes among the cluster's lives (services/ha-coordinator/classic.py). A
-    backup that took over streams to a backup in turn (a spare; classic: its
-    master failing back), and a classic slave that stepped down for its
-    master's failback waits as a backup again (restart-backup)."""
+    backup that took over streams to a backup in turn (a spare, or its live
+    failing back), and one that stepped down for its live's failback waits as
+    a backup again (classic: restart-backup)."""
     from meshmq.activation import FAILED_BACK
 
     rep = config.ha_policy.replication
-    slave = rep.slave
+    # After stepping down for its live's failback, a backup waits as a backup again
+    # (classic: unless restart-backup is false).
+    restart = rep.backup is not None or (rep.slave is not None and rep.slave.restart_backup)
 
     def keep_ports(bound: BrokerConfig) -> None:
         """Acceptor ports picked at the first run (port 0) stay the node's for the next."""
@@ -86,7 +88,7 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
 
     while True:
         outcome = await _replicating_run(config, ready_file=ready_file, on_ready=on_ready, on_bound=keep_ports)
-        if outcome != FAILED_BACK or slave is None or not slave.restart_backup:
+        if outcome != FAILED_BACK or not restart:
             return
 
 
@@ -127,7 +129,8 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
             forget_replica=activation.forget_copy,
             coordination_id=(lambda: journal.node_id) if rep.classic else lambda: activation.quorum.coordination_id,
             on_fenced=lambda why: None,  # its refused writes halt the router
-            on_failback=activation.step_down if rep.slave is not None and rep.slave.allow_failback else None)
+            on_failback=activation.step_down if rep.backup_role is not None and rep.backup_role.allow_failback
+            else None)
         activation.node_id = lambda: journal.node_id
         activation.backup_connector = lambda: journal.backup_connector
         activation.backup_changed = journal.backup_changed
@@ -136,7 +139,7 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
             replica = runner()
             activation.replicate = replica.run
             activation.live_endpoint = lambda: replica.live
-        elif rep.master is not None:
+        else:  # a live whose store is served elsewhere copies it back from there
             activation.failback = lambda at: runner(lives=[at], failback=True).run()
         return await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,
                          services=services, on_bound=on_bound)

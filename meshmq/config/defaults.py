@@ -170,7 +170,7 @@ HA_RESTART_BACKUP: Final = True
 HA_INITIAL_REPLICATION_SYNC_TIMEOUT: Final = 30000
 # replication backup max-saved-replicated-journals-size: former replicas kept (oldreplica.N) when a backup syncs again.
 HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE: Final = 2
-# replication backup allow-failback (pluggable quorum: false).
+# replication backup allow-failback (pluggable quorum, Artemis's default false): step down for the primary's failback.
 HA_REPLICATION_ALLOW_FAILBACK: Final = False
 # Classic replication (master/slave) quorum votes, Artemis's defaults:
 # check-for-live-server: a restarting master first looks for a backup serving its node id (failback).

@@ -788,15 +788,9 @@ class ReplicationBackup(_Model):
     # The cluster connection whose static-connectors are the lives to replicate (default: the only one).
     cluster_name: NonEmptyStr | None = None
     max_saved_replicated_journals_size: Annotated[int, Field(ge=-1)] = defaults.HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
+    # Serving in its primary's place, step down when the primary, back and in sync, asks for it.
     allow_failback: bool = defaults.HA_REPLICATION_ALLOW_FAILBACK
     initial_replication_sync_timeout: Annotated[int, Field(gt=0)] = defaults.HA_INITIAL_REPLICATION_SYNC_TIMEOUT
-
-    @model_validator(mode="after")
-    def _check_built(self) -> ReplicationBackup:
-        if self.allow_failback:
-            _raise_issues([(("allow-failback",), "not built yet for replication (a live that comes back "
-                                                 "synchronises from its backup and takes over)")])
-        return self
 
 
 class ClassicQuorum(_Model):

@@ -7,6 +7,8 @@ manager's `connect-string`), under `<namespace>/<coordination id>/`:
 * `live`: held by the serving node, under an etcd lease of `session-ms`
   kept alive every `session-ms * session-percent / 100`. A node that cannot
   keep it alive stops serving; once it lapses, the key is gone.
+  `live-connector`, under the same lease: where it serves (a stale primary
+  copies the store back from there: failback).
 * `activation-sequence`: the epoch of the newest activation. A node
   activates only at sequence + 1, in the same transaction that takes `live`.
 * `in-sync-replica`: the instance id of the backup whose copy is complete
@@ -55,6 +57,7 @@ class EtcdQuorum:
         self.live_key = f"{base}/live".encode()
         self.sequence_key = f"{base}/activation-sequence".encode()
         self.replica_key = f"{base}/in-sync-replica".encode()
+        self.connector_key = f"{base}/live-connector".encode()
 
     async def _call(self, what: str, fn, *args, **kwargs):
         """An etcd call, retried `retries` times `retries-ms` apart."""
@@ -74,6 +77,11 @@ class EtcdQuorum:
         raw = await self._get(self.sequence_key)
         return int(raw) if raw else 0
 
+    async def live_connector(self) -> str:
+        """Where the node holding `live` serves ("" = nobody, or not said)."""
+        raw = await self._get(self.connector_key)
+        return raw.decode() if raw else ""
+
     async def holder(self) -> str | None:
         raw = await self._get(self.live_key)
         return raw.decode() if raw else None
@@ -82,7 +90,7 @@ class EtcdQuorum:
         lease = await self._call("grant lease", self._backend.client.lease, math.ceil(self.props.session_ms / 1000))
         return lease.id
 
-    async def activate(self, *, at_least: int = 0, replica_epoch: int | None = None) -> int | None:
+    async def activate(self, *, at_least: int = 0, replica_epoch: int | None = None, connector: str = "") -> int | None:
         """Take `live` and raise the activation sequence, in one transaction.
         A backup passes `replica_epoch`: then it also needs `in-sync-replica` to
         name it and the sequence to be that epoch. Returns the new sequence, or
@@ -99,6 +107,7 @@ class EtcdQuorum:
         lease = await self._grant()
         ok, _ = await self._call("activate", self._backend.client.transaction, compare=compare, success=[
             t.put(self.live_key, self.instance.encode(), lease),
+            t.put(self.connector_key, connector.encode(), lease),
             t.put(self.sequence_key, str(new).encode()),
             t.delete(self.replica_key),
         ], failure=[])

@@ -4,7 +4,10 @@ backup may serve (the `meshmq.activation.Activation` of a replicating node).
 * A **primary** serves once it holds the quorum's `live` key for its
   coordination id (default: its node id), and only with the newest journal:
   if the activation sequence is past its store's epoch, a backup served
-  since, and this node waits (its copy is stale; start it as a backup).
+  since, and its copy is stale: it copies the store from the node serving
+  it (`live-connector`), as that node's backup, and asks it to step down
+  once in sync — a backup with `allow-failback` does, and the primary takes
+  over (failback); one without goes on serving, with the primary as its backup.
 * A **backup** serves once its replica runner (services/router/replica.py,
   given as `replicate`) has a complete copy and the quorum lets it take over
   (etcd_quorum.py says when).
@@ -19,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
-from meshmq.activation import LEASE_LOST
+from meshmq.activation import FAILED_BACK, LEASE_LOST
 from meshmq.config.models import BrokerConfig
 
 from .etcd_quorum import EtcdQuorum, QuorumLost
@@ -48,6 +51,10 @@ class ReplicationActivation(ReplicatingPair):
         self.ack_timeout_s = max(0.2, props.session_ms * props.session_percent / 100 / 1000)
         self._local_store = local_store
         self._keeper: asyncio.Task | None = None
+        # A stale primary copying the store back (services/embedded.py's runner), and a
+        # serving backup asked to step down for it.
+        self.failback: Callable[[str], Awaitable[int]] | None = None
+        self._step_down = asyncio.Event()
 
     # ------------------------------------------------------------ Activation
 
@@ -68,11 +75,17 @@ class ReplicationActivation(ReplicatingPair):
             try:
                 sequence = await self.quorum.sequence()
                 if sequence > epoch:
+                    at = await self.quorum.live_connector()
+                    if at and self.failback is not None:
+                        log.warning("%s: this node's journal (epoch %d) is older than the last activation (%d): "
+                                    "failing back — copying the store from %s, which serves it", self.description,
+                                    epoch, sequence, at)
+                        return await self.failback(at)
                     why = (f"this node's journal (epoch {epoch}) is older than the last activation "
-                           f"({sequence}): a backup served since; this copy must not serve — start the node as a "
-                           "backup to copy the live's store")
+                           f"({sequence}): a backup served since and nobody serves now; this copy must not "
+                           "serve — it waits for the node that served last")
                 else:
-                    floor = await self.quorum.activate(at_least=epoch + 1)
+                    floor = await self.quorum.activate(at_least=epoch + 1, connector=self.connector)
                     if floor is not None:
                         return floor
                     why = f"another node holds {self.quorum.live_key.decode()}; waiting"
@@ -87,15 +100,26 @@ class ReplicationActivation(ReplicatingPair):
         """For the backup's runner: take over if the quorum allows it (the
         in-sync-replica key names the copy's instance; `copy_id` is classic's)."""
         self.quorum.set_coordination_id(coordination_id)
-        return await self.quorum.activate(replica_epoch=epoch)
+        return await self.quorum.activate(replica_epoch=epoch, connector=self.connector)
 
     async def held(self) -> str:
         assert self._keeper is not None
+        stepping_down = asyncio.create_task(self._step_down.wait())
         try:
-            await asyncio.shield(self._keeper)
+            await asyncio.wait([self._keeper, stepping_down], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stepping_down.cancel()
+        if self._step_down.is_set():
+            return FAILED_BACK
+        try:
+            self._keeper.result()
         except QuorumLost as exc:
             log.error("%s; stopping", exc)
         return LEASE_LOST
+
+    def step_down(self, asked_by: str) -> None:
+        """A serving backup's hook: the primary, back and in sync, asks for its store (allow-failback)."""
+        self._step_down.set()
 
     async def mark_in_sync(self, replica_instance: str) -> bool:
         """The live's hook: its backup's copy is complete (it may take over)."""

@@ -24,7 +24,8 @@ MANAGER = ("manager: {{properties: {{connect-string: '{etcd}', session-ms: {sess
            "namespace: {ns}}}}}")
 
 
-def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True, session_ms: int = 2000) -> tuple:
+def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True, session_ms: int = 2000,
+         backup_keys: str = "") -> tuple:
     """A primary and its backup (started in that order), each on a port picked now."""
     ports = {"primary": free_port(), "backup": free_port()}
     manager = MANAGER.format(etcd=etcd.endpoint, ns=ns, session=session_ms)
@@ -36,7 +37,7 @@ def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True, session_m
         f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['backup']}}}\n"
         f"connectors: {{primary: '127.0.0.1:{ports['primary']}'}}\n"
         "cluster-connections: {ha: {static-connectors: [primary]}}\n"
-        f"ha-policy:\n  replication:\n    backup: {{{manager}}}\n" + common), start=start_backup)
+        f"ha-policy:\n  replication:\n    backup: {{{manager}{backup_keys}}}\n" + common), start=start_backup)
     return primary, backup
 
 
@@ -151,6 +152,41 @@ async def test_a_spare_backup_copies_the_backup_that_took_over_and_takes_over_in
     await asyncio.to_thread(backup.kill9)
     await eventually(lambda: answers(spare), 30, "the spare to take over")
     assert await drain(spare, 30) == list(range(30))
+
+
+async def test_the_stale_primary_fails_back_when_its_backup_allows_it_and_is_its_backup_otherwise(nodes, etcd):
+    """The primary killed, its backup serves and confirms more; the primary
+    restarted has a stale journal: it copies the store from the backup (whose
+    endpoint etcd keeps) and asks it to step down. With allow-failback the
+    backup does, waits as a backup again, and the primary serves everything."""
+    primary, backup = pair(nodes, etcd, backup_keys=", allow-failback: true")
+    await send(primary, 0, 10)
+    await in_sync(primary, backup)
+    await asyncio.to_thread(primary.kill9)
+    await eventually(lambda: answers(backup), 30, "the backup to take over")
+    served_at = (await node_info(backup)).epoch
+    await send(backup, 10, 10)
+    await asyncio.to_thread(primary.start)  # ready once it serves: after the failback
+    assert log_has(primary, "failing back") and log_has(backup, "asked for failback: stepping down")
+    assert (await node_info(primary)).epoch > served_at
+    await eventually(lambda: syncs(primary) >= 2, 30, "the backup to copy the primary again")
+    assert not await answers(backup)
+    assert await drain(primary, 20) == list(range(20))
+
+
+async def test_a_stale_primary_whose_backup_does_not_allow_failback_becomes_its_backup(nodes, etcd):
+    primary, backup = pair(nodes, etcd)  # allow-failback: false (Artemis's default for pluggable quorum)
+    await send(primary, 0, 10)
+    await in_sync(primary, backup)
+    await asyncio.to_thread(primary.kill9)
+    await eventually(lambda: answers(backup), 30, "the backup to take over")
+    await send(backup, 10, 10)
+    restarted = asyncio.ensure_future(asyncio.to_thread(primary.start))  # it will not serve while the backup does
+    await eventually(lambda: log_has(backup, "does not allow failback"), 30, "the primary to ask for its store")
+    await send(backup, 20, 10)  # streamed to the primary, now the backup's backup
+    await asyncio.to_thread(backup.kill9)
+    await restarted  # the primary takes over with its copy: ready at last
+    assert await drain(primary, 30) == list(range(30))
 
 
 async def test_kill_9_of_the_primary_under_load_loses_and_doubles_nothing(nodes, etcd):

@@ -49,6 +49,7 @@ def test_the_roles_and_their_defaults():
     backup = load_config_text(f"ha-policy: {{replication: {{backup: {{{MANAGER}}}}}}}\n" + BACKUP_LINKS)
     assert backup.ha_role == "replication backup"
     assert backup.ha_policy.replication.backup.max_saved_replicated_journals_size == 2
+    assert backup.ha_policy.replication.backup.allow_failback is False  # Artemis's pluggable default
     assert backup.replication_lives == ["10.0.0.1:61616"]
 
 
@@ -72,8 +73,6 @@ def test_the_roles_and_their_defaults():
      "node.yaml:1: ha-policy.replication.master.cluster-name: no cluster connection named 'nope'"),
     ("ha-policy: {replication: {slave: {vote-retries: -1}}}\n" + BACKUP_LINKS,
      "node.yaml:1: ha-policy.replication.slave.vote-retries:"),
-    (f"ha-policy: {{replication: {{backup: {{{MANAGER}, allow-failback: true}}}}}}\n" + BACKUP_LINKS,
-     "node.yaml:1: ha-policy.replication.backup.allow-failback: not built yet for replication"),
     (f"security-enabled: true\nusers: [{{username: a, password: b}}]\nha-policy: {{replication: {{primary: {{{MANAGER}}}}}}}\n",
      "node.yaml:1: cluster-password: required when security-enabled is true and the node has ha-policy "
      "replication: a backup takes a copy of every message"),
