@@ -226,12 +226,15 @@ async def test_kill_9_of_the_primary_during_the_backups_copy_keeps_every_message
     await asyncio.to_thread(backup.start)
     await eventually(lambda: log_has(primary, "attached; copied the store"), 20, "the copy to start")
     await asyncio.to_thread(primary.kill9)
-    if log_has(primary, IN_SYNC):
-        await eventually(lambda: answers(backup), 30, "the in-sync backup to take over")
+    # The primary may be killed between marking the backup in sync in etcd and
+    # logging it: the log line proves the mark, its absence does not disprove it.
+    marked = log_has(primary, IN_SYNC)
+    try:
+        # Past the 2 s quorum session and the activation, a backup without the mark is still passive.
+        await eventually(lambda: answers(backup), 30 if marked else 8, "the backup to take over")
         serving = backup
-    else:
-        await asyncio.sleep(3)  # past the 2 s quorum session: a backup without the mark stays passive
-        assert not await answers(backup)
+    except TimeoutError:
+        assert not marked, "a backup marked in sync did not take over"
         await asyncio.to_thread(primary.start)
         serving = primary
     assert await drain(serving, 3000) == list(range(3000))
