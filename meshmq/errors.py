@@ -147,6 +147,20 @@ class NotActiveError(ConnectionFailedError):
         self.live = live
 
 
+class UnblockedError(MeshMQError):
+    """A call in flight when its session failed over (Artemis UNBLOCKED): the new
+    session knows nothing of it, so its outcome is unknown. A send may or may not
+    have been stored: resend it with the same duplicate id to be sure."""
+
+    reason = Reason.UNBLOCKED
+
+    def __init__(self, message: str, reason: Reason | str | None = None, *, failed_over: bool = False) -> None:
+        super().__init__(message, reason)
+        # Set on the notice a session's exception_listener gets once the session has
+        # moved to a new stream (Artemis's FAILOVER code; a ConnectionFailedError is DISCONNECT).
+        self.failed_over = failed_over
+
+
 class FencedError(MeshMQError):
     reason = Reason.FENCED
 
@@ -172,6 +186,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         NotActiveError,
         FencedError,
         StoreUnavailableError,
+        UnblockedError,
     )
 }
 

@@ -51,14 +51,19 @@ _KEEPALIVE = [
     # consumer waiting for messages, a producer held by a BLOCK address.
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
+    # Any ping's deadline (gRPC's default is 60 s): no keep-alive ping goes out while a
+    # flow-control (BDP) ping is unanswered, so a peer frozen mid-ping (SIGSTOP, a
+    # partition) would otherwise be noticed only after a minute.
+    ("grpc.http2.ping_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
 ]
 # The server's side of the same: accept those pings on a stream that carries
 # no data (gRPC's default is one per 5 minutes; more is "too many pings" and
 # the connection is closed with GOAWAY, which cut idle sessions after ~30 s).
+# One a second: the fastest a client's clientFailureCheckPeriod may ask for.
 _ACCEPT_KEEPALIVE = [
-    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),  # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS
+    ("grpc.http2.min_ping_interval_without_data_ms", 1_000),  # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS
 ]
 _RECONNECT = [
     # Reconnect soon after the peer comes back (gRPC's default backoff grows to 120 s).
@@ -90,12 +95,18 @@ def has_cluster_credential(metadata: Mapping[str, str], user: str, password: str
     return user_ok & password_ok
 
 
-def channel_options(*, max_send: int = MAX_INTERNAL_FRAME, max_receive: int = MAX_INTERNAL_FRAME) -> list[tuple[str, int]]:
-    """Options for a channel to a meshmq service."""
+def channel_options(
+    *,
+    max_send: int = MAX_INTERNAL_FRAME,
+    max_receive: int = MAX_INTERNAL_FRAME,
+    keepalive: list[tuple[str, int]] | None = None,
+) -> list[tuple[str, int]]:
+    """Options for a channel to a meshmq service (`keepalive` replaces the
+    services' own, for a client's clientFailureCheckPeriod)."""
     return [
         ("grpc.max_send_message_length", max_send),
         ("grpc.max_receive_message_length", max_receive),
-        *_KEEPALIVE,
+        *(_KEEPALIVE if keepalive is None else keepalive),
         *_RECONNECT,
     ]
 

@@ -23,10 +23,12 @@ from meshmq.errors import (
     QueueExistsError,
     QueueNotFoundError,
     TransactionRolledBackError,
+    UnblockedError,
 )
 
 from .connection import Admin, Connection, connect
 from .consumer import Consumer
+from .failover import FailoverEventType
 from .message import ReceivedMessage
 from .producer import Producer
 from .session import Session
@@ -54,6 +56,8 @@ __all__ = [
     "ReceivedMessage",
     "Session",
     "TransactionRolledBackError",
+    "UnblockedError",
+    "FailoverEventType",
     "connect",
     "parse_uri",
 ]

@@ -11,7 +11,10 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from meshmq.errors import UnblockedError
+
 from . import connection as aconn
+from .failover import FailoverListener
 from .consumer import Consumer as AsyncConsumer
 from .message import ReceivedMessage
 from .producer import Producer as AsyncProducer
@@ -55,6 +58,15 @@ class Producer:
         self._loop.run(self._inner.close())
 
 
+def _quietly(settle, msg: ReceivedMessage) -> None:
+    """An ack or nack checked in the caller's thread; a failover that came in between
+    makes it moot (the message is delivered again), so it is dropped, not raised here."""
+    try:
+        settle(msg)
+    except UnblockedError:
+        pass
+
+
 class Consumer:
     def __init__(self, loop: _LoopThread, inner: AsyncConsumer) -> None:
         self._loop, self._inner = loop, inner
@@ -67,10 +79,12 @@ class Consumer:
         return self._loop.run(self._inner.receive(timeout))
 
     def ack(self, msg: ReceivedMessage) -> None:
-        self._loop.loop.call_soon_threadsafe(self._inner.ack, msg)
+        self._inner._check_current(msg, "acknowledged")  # raised here, in the caller's thread
+        self._loop.loop.call_soon_threadsafe(_quietly, self._inner.ack, msg)
 
     def nack(self, msg: ReceivedMessage) -> None:
-        self._loop.loop.call_soon_threadsafe(self._inner.nack, msg)
+        self._inner._check_current(msg, "given back")
+        self._loop.loop.call_soon_threadsafe(_quietly, self._inner.nack, msg)
 
     def close(self) -> None:
         self._loop.run(self._inner.close())
@@ -117,6 +131,10 @@ class Connection:
 
     def session(self, *, transacted: bool = False) -> Session:
         return Session(self._loop, self._loop.run(self._inner.session(transacted=transacted)))
+
+    def add_failover_listener(self, listener: FailoverListener) -> None:
+        """As the async Connection's; `listener` runs on the client's loop thread."""
+        self._loop.loop.call_soon_threadsafe(self._inner.add_failover_listener, listener)
 
     def close(self) -> None:
         try:

@@ -14,10 +14,11 @@ from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 from meshmq.v1 import messages_pb2 as mpb
 
+from .failover import FailoverListener, Incidents, failover_candidates, keepalive_options, reconnect_delays
 from .loadbalance import LoadBalancingPolicy, policy_from_name
 from .session import Session
 from .trust import may_receive_credentials, session_candidates, topology_is_verified
-from .uri import ParsedURI, Server, parse_uri
+from .uri import ClientOptions, ParsedURI, Server, parse_uri
 
 log = logging.getLogger("meshmq.client")
 
@@ -26,7 +27,13 @@ _ROUTING = {"anycast": mpb.ANYCAST, "multicast": mpb.MULTICAST}
 # name than the host the node was announced with, and a node learned from the
 # topology must prove that name (trust.py): never set them on a client channel.
 _NAME_OVERRIDES = ("grpc.ssl_target_name_override", "grpc.default_authority")
-_OPTIONS = [o for o in channel_options(max_send=MAX_CLIENT_FRAME) if o[0] not in _NAME_OVERRIDES]
+
+
+def _channel_options(options: ClientOptions) -> list[tuple[str, int]]:
+    return [
+        o for o in channel_options(max_send=MAX_CLIENT_FRAME, keepalive=keepalive_options(options))
+        if o[0] not in _NAME_OVERRIDES
+    ]
 
 
 def _server(connector: str) -> Server:
@@ -39,9 +46,9 @@ class _Node:
     has TLS credentials (URI hosts and topology nodes alike), verified for the
     server's own host name."""
 
-    def __init__(self, server: Server, tls: grpc.ChannelCredentials | None) -> None:
+    def __init__(self, server: Server, tls: grpc.ChannelCredentials | None, options: list[tuple[str, int]]) -> None:
         self.server = server
-        self.channel = open_channel(server.target, credentials=tls, options=_OPTIONS)
+        self.channel = open_channel(server.target, credentials=tls, options=options)
         self.broker = bgrpc.BrokerStub(self.channel)
         self.management = mggrpc.ManagementStub(self.channel)
 
@@ -74,8 +81,14 @@ class Connection:
         self._warned_unverified = False
         self._warned_unreachable: set[str] = set()
         self._nodes: dict[str, _Node] = {}
+        self._channel_options = _channel_options(opts)
         self._sessions: list[Session] = []
         self.topology: list[Server] = []
+        # From the pushed topology: each node id's connector now, and the backup last named
+        # for it (failover.py: where a session lost with that node goes).
+        self._connector_of: dict[str, Server] = {}
+        self._backup_of: dict[str, Server] = {}
+        self._incidents = Incidents()
         self._watch: asyncio.Task | None = None
         self.admin: Admin | None = None
         self.node: mgpb.NodeInfo | None = None
@@ -84,8 +97,34 @@ class Connection:
     def _node(self, server: Server) -> _Node:
         node = self._nodes.get(server.target)
         if node is None:
-            node = self._nodes[server.target] = _Node(server, self._tls)
+            node = self._nodes[server.target] = _Node(server, self._tls, self._channel_options)
         return node
+
+    def add_failover_listener(self, listener: FailoverListener) -> None:
+        """Call `listener(event, error)` at FAILURE_DETECTED, then FAILOVER_COMPLETED or
+        FAILOVER_FAILED, once per node whose sessions fail over (reconnectAttempts != 0)."""
+        self._incidents.listeners.append(listener)
+
+    def remove_failover_listener(self, listener: FailoverListener) -> None:
+        self._incidents.listeners.remove(listener)
+
+    def _failover_candidates(self, lost_on: Server, node_id: str, *, redirect: str = "") -> list[Server]:
+        """Where a session lost on `lost_on` tries next (failover.py), among the nodes
+        that may receive this connection's credentials (trust.py)."""
+        others = list(self.uri.servers) + [s for s in self.topology if s not in self.uri.servers]
+        found = failover_candidates(
+            lost_on,
+            node_id,
+            members=self._connector_of,
+            backups=self._backup_of,
+            others=others,
+            any_node=self.uri.any_node_failover,
+        )
+        if redirect:
+            found.insert(0, _server(redirect))  # a scale-down names where its messages went
+        if not self._metadata:
+            return found
+        return [s for s in found if may_receive_credentials(s, self.uri.servers, verified=self._topology_verified)]
 
     async def _discover(self) -> tuple[Server, ...]:
         """The nodes announced in etcd right now (discovery serves the first contact only)."""
@@ -119,9 +158,10 @@ class Connection:
     async def _first_contact(self) -> None:
         opts = self.uri.options
         servers = self.uri.servers or await self._discover()
-        delay = opts.retryInterval / 1000
         errors = []
-        for attempt in range(opts.initialConnectAttempts):
+        for delay in reconnect_delays(opts, opts.initialConnectAttempts):
+            if delay:
+                await asyncio.sleep(delay)
             round_ = list(servers)
             for server in round_:
                 admin = Admin(self._node(server).management, self._metadata, opts.callTimeout / 1000)
@@ -142,10 +182,9 @@ class Connection:
                     continue
                 self.admin = admin
                 self._watch = asyncio.create_task(self._watch_topology(self._node(server)))
+                if self.uri.warm_backup:
+                    self._warm_next(server)
                 return
-            if attempt + 1 < opts.initialConnectAttempts:
-                await asyncio.sleep(delay)
-                delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
         await self._close_channels()
         tried = "; ".join(errors[-len(round_):])
         raise ConnectionFailedError(f"cannot reach a meshmq router ({tried})")
@@ -162,7 +201,7 @@ class Connection:
         while True:
             try:
                 async for snapshot in node.management.WatchTopology(mgpb.WatchTopologyRequest(), metadata=self._metadata):
-                    self.topology = [_server(m.connector) for m in snapshot.members]
+                    self._learn(snapshot)
                     self._warn_if_unverified()
                     self._topology_changed.set()
                     delay = opts.retryInterval / 1000
@@ -181,6 +220,21 @@ class Connection:
             await asyncio.sleep(delay)
             delay = min(delay * opts.retryIntervalMultiplier, opts.maxRetryInterval / 1000)
             node = self._node(others[0])
+
+    def _learn(self, snapshot: mgpb.Topology) -> None:
+        self.topology = [_server(m.connector) for m in snapshot.members]
+        self._connector_of = {m.node_id: _server(m.connector) for m in snapshot.members if m.node_id}
+        for m in snapshot.members:
+            if m.node_id and m.backup_connector:
+                self._backup_of[m.node_id] = _server(m.backup_connector)
+
+    def _warm_next(self, connected: Server) -> None:
+        """failover:(...)?backup=true: keep a channel to the next listed node connected,
+        so a failover there does not wait for a TCP (and TLS) handshake."""
+        listed = list(self.uri.servers)
+        if connected in listed and len(listed) > 1:
+            spare = listed[(listed.index(connected) + 1) % len(listed)]
+            self._node(spare).channel.get_state(try_to_connect=True)
 
     def _candidates(self):
         return session_candidates(
@@ -223,7 +277,7 @@ class Connection:
         errors = []
         for i in range(len(servers)):
             server = servers[(first + i) % len(servers)]
-            s = Session(self._node(server).broker, self._metadata, self.uri.options, transacted)
+            s = Session(self, server, transacted)
             try:
                 await s._open()
             except ConnectionFailedError as exc:

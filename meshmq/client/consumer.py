@@ -8,7 +8,7 @@ import asyncio
 from collections import deque
 from typing import TYPE_CHECKING
 
-from meshmq.errors import MeshMQError
+from meshmq.errors import MeshMQError, UnblockedError
 from meshmq.v1 import broker_pb2 as bpb
 
 from .message import ReceivedMessage
@@ -18,11 +18,12 @@ if TYPE_CHECKING:
 
 
 class Consumer:
-    def __init__(self, session: Session, consumer_id: int, window_size: int) -> None:
+    def __init__(self, session: Session, request: bpb.CreateConsumer) -> None:
         self._session = session
-        self.id = consumer_id
+        self._request = request  # sent again when the session fails over
+        self.id = request.consumer_id
         self.queue = ""
-        self.window_size = window_size
+        self.window_size = request.window_size
         self._buffer: deque[ReceivedMessage] = deque()
         self._arrived = asyncio.Event()
         self._consumed = 0
@@ -36,6 +37,9 @@ class Consumer:
         # buffer is unseen, and the router does not count it as an attempt.
         self.last_handed = 0
         self._asked = False
+        # Which stream the messages in hand came from: one delivered before a failover
+        # cannot be acknowledged on the new stream (the node there redelivers it).
+        self._incarnation = 0
 
     # ------------------------------------------------------------ from the session
 
@@ -43,7 +47,7 @@ class Consumer:
         self._asked = False  # a window-0 request was answered
         for d in batch.deliveries:
             m = d.message
-            msg = ReceivedMessage(self, d.delivery_id, d.delivery_count, m, m.body)
+            msg = ReceivedMessage(self, d.delivery_id, d.delivery_count, m, m.body, self._incarnation)
             if m.large:
                 self._large[d.delivery_id] = (msg, bytearray())
             else:
@@ -74,22 +78,48 @@ class Consumer:
         self._error = err
         self._arrived.set()
 
+    def _create_request(self) -> bpb.CreateConsumer:
+        return self._request
+
+    def _on_failover(self) -> None:
+        """The session's stream failed: what was delivered on it is the old node's
+        to give again (buffered or handed, acked or not yet): forget it all."""
+        self._incarnation += 1
+        self._buffer.clear()
+        self._large.clear()
+        self._acks.clear()
+        self._nacks.clear()
+        self._consumed = 0
+        self._asked = False
+        self.last_handed = 0
+
+    def _on_ready(self) -> None:
+        """Recreated on the new stream: send what was held while it was being set up."""
+        self._flush_acks()
+        if self.window_size > 0 and self._consumed >= self.window_size // 2:
+            self._credit(0)
+        self._arrived.set()  # a receive() waiting with window 0 asks again
+
+    def _on_recreate_failed(self, err: MeshMQError) -> None:
+        self._on_error(err)
+
     # ------------------------------------------------------------ API
 
     def _ask_for_one(self) -> None:
         """consumerWindowSize=0: no buffering; one message is sent when the application asks."""
-        if self.window_size == 0 and not self._buffer and not self._asked and not self._closed:
+        if (self.window_size == 0 and not self._buffer and not self._asked and not self._closed
+                and self._session._ready.is_set()):
             self._asked = True
             self.grant(1)  # one byte of credit lets exactly one message through
 
     async def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
         """The next message, or None after `timeout` seconds without one."""
-        self._ask_for_one()
         while not self._buffer:
             if self._error is not None:
                 raise self._error
             if self._closed:
                 return None
+            self._ask_for_one()
             self._arrived.clear()
             try:
                 await asyncio.wait_for(self._arrived.wait(), timeout)
@@ -136,7 +166,7 @@ class Consumer:
         if self.window_size <= 0:
             return
         self._consumed += size
-        if self._consumed >= self.window_size // 2:
+        if self._consumed >= self.window_size // 2 and self._session._ready.is_set():
             credits, self._consumed = self._consumed, 0
             self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
@@ -146,12 +176,26 @@ class Consumer:
         self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
     def ack(self, msg: ReceivedMessage) -> None:
+        self._check_current(msg, "acknowledged")
         self._acks.append(msg.delivery_id)
         self._schedule()
 
     def nack(self, msg: ReceivedMessage) -> None:
+        self._check_current(msg, "given back")
         self._nacks.append(msg.delivery_id)
         self._schedule()
+
+    def _check_current(self, msg: ReceivedMessage, what: str) -> None:
+        if msg.incarnation == self._incarnation:
+            if self._session.transacted:
+                self._session._tx_work = True
+            return
+        if self._session.transacted:
+            return  # the transaction it belonged to is rollback-only: commit says so
+        raise UnblockedError(
+            f"message {msg.message_id} was delivered before the session failed over and cannot be {what} now; "
+            "the node serving the queue delivers it again"
+        )
 
     def _schedule(self) -> None:
         if not self._flush_scheduled:
@@ -160,8 +204,8 @@ class Consumer:
 
     def _flush_acks(self) -> None:
         self._flush_scheduled = False
-        if self._error is not None:
-            return
+        if self._error is not None or not self._session._ready.is_set():
+            return  # (held until the stream is back: _on_ready)
         if self._acks:
             acks, self._acks = self._acks, []
             self._session.write(bpb.SessionRequest(ack=bpb.AckBatch(consumer_id=self.id, delivery_ids=acks)))
@@ -176,7 +220,7 @@ class Consumer:
         self._flush_acks()
         self._closed = True
         self._arrived.set()
-        if self._error is None:
+        if self._error is None and self._session._ready.is_set():
             self._session.write(
                 bpb.SessionRequest(
                     close_consumer=bpb.CloseConsumer(consumer_id=self.id, last_handed_delivery_id=self.last_handed)

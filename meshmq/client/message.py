@@ -12,9 +12,10 @@ if TYPE_CHECKING:
 
 
 class ReceivedMessage:
-    __slots__ = ("_consumer", "delivery_id", "delivery_count", "proto", "body", "size", "_props")
+    __slots__ = ("_consumer", "delivery_id", "delivery_count", "proto", "body", "size", "_props", "incarnation")
 
-    def __init__(self, consumer: Consumer, delivery_id: int, delivery_count: int, proto: mpb.Message, body: bytes):
+    def __init__(self, consumer: Consumer, delivery_id: int, delivery_count: int, proto: mpb.Message, body: bytes,
+                 incarnation: int = 0):
         self._consumer = consumer
         self.delivery_id = delivery_id
         self.delivery_count = delivery_count
@@ -22,6 +23,7 @@ class ReceivedMessage:
         self.body = body
         self.size = proto.ByteSize() + (proto.body_size if proto.large else 0)
         self._props: dict[str, PropertyValue] | None = None
+        self.incarnation = incarnation  # the consumer's stream it came on (consumer.py)
 
     @property
     def message_id(self) -> int:

@@ -75,8 +75,13 @@ class Producer:
         Waits only while the confirmation window is full. `ttl` (ms) sets the
         expiration relative to now; `expiration` sets it absolutely.
         """
+        session = self._session
+        if not session._ready.is_set():
+            await session._wait_ready()  # a failover in progress
         if self._failure is not None:
             raise self._failure
+        if session.transacted:
+            session._tx_work = True
         if not 0 <= priority <= 9:
             raise ValueError(f"priority must be 0..9, got {priority}")
         if routing_type not in _ROUTING:
@@ -106,6 +111,8 @@ class Producer:
             await self._room.wait()
             if self._failure is not None:
                 raise self._failure
+            if not session._ready.is_set():
+                await session._wait_ready()
         if self._req is None:
             self._req = bpb.SessionRequest()
             self._req.send.producer_id = self.id
@@ -201,6 +208,29 @@ class Producer:
                 f.set_exception(err)
         self._room.set()
 
+    def _create_request(self) -> bpb.CreateProducer:
+        return bpb.CreateProducer(producer_id=self.id, address=self.address, window_size=self.window_size)
+
+    def _on_unblocked(self, err: MeshMQError) -> None:
+        """The session's stream failed: every unconfirmed send fails with `err`
+        (its outcome is unknown) and the producer starts afresh on the next stream."""
+        for futs, _ in self._inflight.values():
+            for f in futs:
+                if not f.done():
+                    f.set_exception(err)
+                    f.exception()  # retrieved: a send_async nobody awaits is not an error log
+        for f in self._futs:
+            if not f.done():
+                f.set_exception(err)
+                f.exception()
+        self._inflight.clear()
+        self._req, self._futs = None, []
+        self._inflight_bytes = self._pending_bytes = 0
+        self._room.set()
+
+    def _on_recreate_failed(self, err: MeshMQError) -> None:
+        self._on_failure(err)
+
     def _on_failure(self, err: MeshMQError) -> None:
         self._failure = err
         for futs, _ in self._inflight.values():
@@ -215,5 +245,7 @@ class Producer:
 
     async def close(self) -> None:
         await self.flush()
-        if self._failure is None:
-            self._session.write(bpb.SessionRequest(close_producer=bpb.CloseProducer(producer_id=self.id)))
+        session = self._session
+        session._forget_producer(self.id)
+        if self._failure is None and session._ready.is_set():
+            session.write(bpb.SessionRequest(close_producer=bpb.CloseProducer(producer_id=self.id)))

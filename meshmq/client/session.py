@@ -4,6 +4,13 @@ session's producers, consumers, acks and transaction calls.
 One writer task owns the stream's write side and one reader task routes each
 response to the producer, consumer or call waiting for it, so application
 code never touches the stream directly.
+
+When the stream is lost and reconnectAttempts allows, the session fails over
+(docs/client-failover.md): calls in flight are unblocked (UnblockedError; a
+commit raises TransactionRolledBackError), a transaction with work done becomes
+rollback-only, and a new stream on the node failover.py picks gets this
+session's producers and consumers again under the same ids; the objects the
+application holds carry on. Calls made meanwhile wait up to callFailoverTimeout.
 """
 
 from __future__ import annotations
@@ -12,28 +19,35 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import grpc
 
 from meshmq.errors import (
-    ConnectionFailedError, InvalidRequestError, MeshMQError, ScaledDownError, error_for, from_rpc_error,
+    ConnectionFailedError, InvalidRequestError, MeshMQError, Reason, ScaledDownError, TransactionRolledBackError,
+    UnblockedError, error_for, from_rpc_error,
 )
 from meshmq.v1 import broker_pb2 as bpb
-from meshmq.v1 import broker_pb2_grpc as bgrpc
 
 from .consumer import Consumer
+from .failover import reconnect_delays, warrants_failover
 from .producer import Producer
-from .uri import ClientOptions
+from .uri import Server
+
+if TYPE_CHECKING:
+    from .connection import Connection
 
 log = logging.getLogger("meshmq.client")
 
 
 class Session:
-    def __init__(self, stub: bgrpc.BrokerStub, metadata, options: ClientOptions, transacted: bool) -> None:
-        self._stub = stub
-        self._metadata = metadata
-        self.options = options
+    def __init__(self, connection: Connection, server: Server, transacted: bool) -> None:
+        self._connection = connection
+        self._metadata = connection._metadata
+        self.options = connection.uri.options
         self.transacted = transacted
+        # The node this session's stream goes to (it changes when the session fails over).
+        self.server = server
         self.node_id = ""
         self.session_id = ""
         self._call: grpc.aio.StreamStreamCall | None = None
@@ -46,21 +60,45 @@ class Session:
         self._failure: MeshMQError | None = None
         self._closed = False
         self._drained = asyncio.Event()
-        # Called with every error the router reports that no pending call owns.
+        # Set while a stream is up; cleared while the session fails over (calls wait on it).
+        self._ready = asyncio.Event()
+        self._recovery: asyncio.Task | None = None
+        # Whether the open transaction has sends or acks, and whether a failover doomed it.
+        self._tx_work = False
+        self._rollback_only = False
+        # How many times the session moved to a new stream (FailoverEventType listeners tell more).
+        self.failovers = 0
+        # Called with every error the router reports that no pending call owns, and when the
+        # session's stream is lost: a ConnectionFailedError if it cannot go on, an UnblockedError
+        # (failed_over=True) once it has moved to a new stream.
         self.exception_listener: Callable[[MeshMQError], None] | None = None
 
     async def _open(self) -> None:
-        self._call = self._stub.Session(metadata=self._metadata)
+        await self._start_stream(self.server)
+        self._ready.set()
+
+    async def _start_stream(self, server: Server) -> None:
+        """Open a session stream on `server` and make it this session's."""
+        call = self._connection._node(server).broker.Session(metadata=self._metadata)
+        self._call = call
+        self._outq = asyncio.Queue()
         opened = self._expect("opened", 0)
         try:
-            await self._call.write(
+            await call.write(
                 bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted))
             )
         except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
             self._calls.clear()
-            raise from_rpc_error(exc) from None
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._write())]
+            call.cancel()
+            err = from_rpc_error(exc)
+            if err.reason is Reason.INTERNAL:
+                # grpc.aio fails the first write of a stream that could not start ("Internal error
+                # from Core", e.g. its node was just killed) without saying why: the node is unreachable.
+                err = ConnectionFailedError(f"cannot open a session on {server.target}: {exc.details()}")
+            raise err from None
+        self._tasks = [asyncio.create_task(self._read(call)), asyncio.create_task(self._write(call, self._outq))]
         resp = await self._wait(opened)
+        self.server = server
         self.node_id, self.session_id = resp.node_id, resp.session_id
 
     # ------------------------------------------------------------ plumbing
@@ -79,7 +117,23 @@ class Session:
     def write(self, req: bpb.SessionRequest) -> None:
         """Queue a request for the stream (never blocks)."""
         self._check()
+        if not self._ready.is_set():
+            raise UnblockedError("the session is failing over; the request was not sent")
         self._outq.put_nowait(req)
+
+    async def _wait_ready(self) -> None:
+        """Wait out a failover in progress (up to callFailoverTimeout); raise if the session cannot go on."""
+        if self._ready.is_set():
+            self._check()
+            return
+        limit = self.options.callFailoverTimeout
+        try:
+            await asyncio.wait_for(self._ready.wait(), None if limit == -1 else limit / 1000)
+        except asyncio.TimeoutError:
+            raise UnblockedError(
+                f"the session is still failing over after callFailoverTimeout={limit} ms"
+            ) from None
+        self._check()
 
     async def write_paced(self, req: bpb.SessionRequest) -> None:
         """Queue a request, then wait until the stream has nearly caught up (large bodies)."""
@@ -95,39 +149,154 @@ class Session:
         if self._closed:
             raise InvalidRequestError("session is closed")
 
-    async def _write(self) -> None:
+    async def _write(self, call: grpc.aio.StreamStreamCall, outq: asyncio.Queue) -> None:
         try:
             while True:
-                req = await self._outq.get()
+                req = await outq.get()
                 if req is None:
-                    await self._call.done_writing()
+                    await call.done_writing()
                     return
-                await self._call.write(req)
-                if self._outq.qsize() <= 2:
+                await call.write(req)
+                if outq.qsize() <= 2:
                     self._drained.set()
         except (grpc.RpcError, grpc.aio.UsageError, asyncio.InvalidStateError) as exc:
-            self._fail(ConnectionFailedError(f"session stream failed: {exc}"))
+            self._lost(call, ConnectionFailedError(f"session stream failed: {exc}"))
 
-    async def _read(self) -> None:
+    async def _read(self, call: grpc.aio.StreamStreamCall) -> None:
         try:
-            async for resp in self._call:
+            async for resp in call:
                 self._dispatch(resp)
-            self._fail(ConnectionFailedError("the router closed the session"))
+            self._lost(call, ConnectionFailedError("the router closed the session"))
         except grpc.RpcError as exc:
-            self._fail(from_rpc_error(exc))
+            self._lost(call, from_rpc_error(exc))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in dispatch: fail loudly rather than hang callers
             log.exception("session reader failed")
             self._fail(MeshMQError(f"client session failed: {exc}"))
 
+    # ------------------------------------------------------------ failover
+
+    def _lost(self, call: grpc.aio.StreamStreamCall, err: MeshMQError) -> None:
+        """The stream `call` ended with `err`: fail over if allowed, else fail."""
+        if call is not self._call or self._closed or self._failure is not None:
+            return  # an old stream's end, or nothing left to save
+        if not self.session_id:
+            self._fail(err)  # never opened: Connection.session tries the next node instead
+            return
+        if self.options.reconnectAttempts == 0 or not warrants_failover(err):
+            self._fail(err)
+            return
+        self._unblock(err)
+        if self._recovery is None:
+            self._recovery = asyncio.create_task(self._fail_over(err))
+
+    def _unblock(self, err: MeshMQError) -> None:
+        """The stream is gone: nothing in flight on it will be answered. Unblock
+        every call waiting on it and start the producers and consumers afresh."""
+        self._ready.clear()
+        self._call.cancel()
+        for t in self._tasks:
+            if t is not asyncio.current_task():
+                t.cancel()
+        unblocked = UnblockedError(f"the session's stream to {self.server.target} failed ({err}); "
+                                   "its outcome is unknown")
+        for (kind, _), fut in self._calls.items():
+            if fut.done():
+                continue
+            if kind == "tx_result":
+                # A commit in flight: as Artemis, report it rolled back (duplicate ids make
+                # a retry safe whether or not the old node committed it before it failed).
+                self._tx_work = False
+                fut.set_exception(TransactionRolledBackError(
+                    f"the session failed over while the transaction was ending ({err}): it is rolled back; "
+                    "retry it (with duplicate ids on its messages, a retry never stores one twice)"))
+            else:
+                fut.set_exception(unblocked)
+        self._calls.clear()
+        if self.transacted and self._tx_work:
+            self._rollback_only = True
+        for p in self._producers.values():
+            p._on_unblocked(unblocked)
+        for c in self._consumers.values():
+            c._on_failover()
+        self._drained.set()
+
+    async def _fail_over(self, err: MeshMQError) -> None:
+        """Move to a new stream: rounds over the candidates with the retry backoff."""
+        connection = self._connection
+        lost_on = self.server
+        redirect = err.target if isinstance(err, ScaledDownError) and err.target else ""
+        incident = connection._incidents.begin(lost_on, err)
+        last: MeshMQError = err
+        try:
+            for delay in reconnect_delays(self.options, self.options.reconnectAttempts):
+                if delay:
+                    await asyncio.sleep(delay)
+                for server in connection._failover_candidates(lost_on, self.node_id, redirect=redirect):
+                    try:
+                        await self._reattach(server)
+                    except MeshMQError as exc:
+                        last = exc
+                        # (UnblockedError: this attempt's own stream failed under it.)
+                        if not warrants_failover(exc) and not isinstance(exc, UnblockedError):
+                            raise
+                        log.info("failover of session %s to %s: %s", self.session_id, server.target, exc)
+                        continue
+                    self.failovers += 1
+                    connection._incidents.end(incident, moved_to=server, err=None)
+                    if self.exception_listener is not None:
+                        self.exception_listener(UnblockedError(
+                            f"the session failed over from {lost_on.target} to {server.target}", failed_over=True))
+                    return
+            raise ConnectionFailedError(
+                f"failover from {lost_on.target} gave up after reconnectAttempts={self.options.reconnectAttempts}: "
+                f"{last}"
+            )
+        except asyncio.CancelledError:
+            connection._incidents.end(incident, moved_to=None, err=ConnectionFailedError("session closed"))
+            raise
+        except MeshMQError as exc:
+            connection._incidents.end(incident, moved_to=None, err=exc)
+            self._recovery = None
+            self._fail(exc)
+        finally:
+            if self._recovery is asyncio.current_task():
+                self._recovery = None
+
+    async def _reattach(self, server: Server) -> None:
+        """A new stream on `server` with this session's producers and consumers
+        under their ids; they are queued before any request the application
+        makes on it, so the router knows them first."""
+        await self._start_stream(server)
+        waits = []
+        for p in self._producers.values():
+            waits.append((p, self._expect("producer_created", p.id)))
+            self._outq.put_nowait(bpb.SessionRequest(create_producer=p._create_request()))
+        for c in self._consumers.values():
+            waits.append((c, self._expect("consumer_created", c.id)))
+            self._outq.put_nowait(bpb.SessionRequest(create_consumer=c._create_request()))
+        self._ready.set()
+        for owner, fut in waits:
+            try:
+                created = await self._wait(fut)
+            except MeshMQError as exc:
+                if warrants_failover(exc):
+                    raise
+                owner._on_recreate_failed(exc)  # e.g. its queue is not on the new node
+                continue
+            if isinstance(owner, Consumer):
+                owner.queue = created.queue
+        for c in self._consumers.values():
+            c._on_ready()
+
     def _dispatch(self, resp: bpb.SessionResponse) -> None:
         kind = resp.WhichOneof("kind")
         if kind == "redirect":
             r = resp.redirect
-            self._fail(ScaledDownError(f"the node scaled down ({r.reason}); its messages are on node {r.node_id} "
-                                       f"at {r.connector}: reconnect there", target=r.connector,
-                                       target_node_id=r.node_id))
+            self._lost(self._call, ScaledDownError(
+                f"the node scaled down ({r.reason}); its messages are on node {r.node_id} at {r.connector}: "
+                "reconnect there", target=r.connector, target_node_id=r.node_id))
             return
         if kind == "deliveries":
             c = self._consumers.get(resp.deliveries.consumer_id)
@@ -189,6 +358,7 @@ class Session:
         if self._failure is not None:
             return
         self._failure = err
+        self._ready.set()  # wakes calls waiting out a failover: they find the failure
         for fut in self._calls.values():
             if not fut.done():
                 fut.set_exception(err)
@@ -210,15 +380,18 @@ class Session:
 
     async def create_producer(self, address: str = "") -> Producer:
         """A producer; `address` is its default, a message's own address wins."""
+        await self._wait_ready()
         self._flush_acks()
         pid = next(self._ids)
         fut = self._expect("producer_created", pid)
         p = Producer(self, pid, address, self.options)
         self._producers[pid] = p
-        self.write(bpb.SessionRequest(
-            create_producer=bpb.CreateProducer(producer_id=pid, address=address, window_size=p.window_size)
-        ))
-        await self._wait(fut)
+        self.write(bpb.SessionRequest(create_producer=p._create_request()))
+        try:
+            await self._wait(fut)
+        except MeshMQError:
+            self._producers.pop(pid, None)
+            raise
         return p
 
     async def create_consumer(
@@ -235,19 +408,16 @@ class Session:
         A subscription with a `subscription` name is durable (it keeps
         messages while no consumer is attached); without one it is temporary.
         """
+        await self._wait_ready()
         self._flush_acks()
         cid = next(self._ids)
         window = self.options.consumerWindowSize if window_size is None else window_size
         fut = self._expect("consumer_created", cid)
-        c = Consumer(self, cid, window)
+        c = Consumer(self, bpb.CreateConsumer(
+            consumer_id=cid, queue=queue, address=address, subscription=subscription, filter=filter, window_size=window
+        ))
         self._consumers[cid] = c
-        self.write(
-            bpb.SessionRequest(
-                create_consumer=bpb.CreateConsumer(
-                    consumer_id=cid, queue=queue, address=address, subscription=subscription, filter=filter, window_size=window
-                )
-            )
-        )
+        self.write(bpb.SessionRequest(create_consumer=c._create_request()))
         try:
             created = await self._wait(fut)
         except MeshMQError:
@@ -257,9 +427,20 @@ class Session:
         return c
 
     async def commit(self) -> None:
+        """Commit the transaction. After a failover that met work in it, the
+        transaction is rolled back instead and TransactionRolledBackError says so:
+        redo its work on this same session (Artemis's rollback-only)."""
+        await self._wait_ready()
+        if self._rollback_only:
+            await self._tx("rollback")
+            raise TransactionRolledBackError(
+                "the session failed over during this transaction: it was rolled back; redo its sends and acks "
+                "(with duplicate ids on its messages, a retry never stores one twice)"
+            )
         await self._tx("commit")
 
     async def rollback(self) -> None:
+        await self._wait_ready()
         await self._tx("rollback")
 
     async def _tx(self, kind: str) -> None:
@@ -274,15 +455,22 @@ class Session:
                 req.handed.add(consumer_id=c.id, last_handed_delivery_id=c.last_handed)
         self.write(bpb.SessionRequest(**{kind: req}))
         await self._wait(fut)
+        self._tx_work = self._rollback_only = False
 
     def _forget_consumer(self, cid: int) -> None:
         self._consumers.pop(cid, None)
+
+    def _forget_producer(self, pid: int) -> None:
+        self._producers.pop(pid, None)
 
     async def close(self) -> None:
         """Flush outstanding acks, wait for outstanding confirms, end the stream."""
         if self._closed:
             return
-        if self._failure is None:
+        if self._recovery is not None:
+            self._recovery.cancel()
+            self._recovery = None
+        if self._failure is None and self._ready.is_set():
             self._flush_acks()
             for p in list(self._producers.values()):
                 try:

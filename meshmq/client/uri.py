@@ -5,6 +5,10 @@
   `(meshmq://h1:61616,meshmq://h2:61617)?reconnectAttempts=5`
 * discovery through etcd, for the first contact only:
   `meshmq+etcd://127.0.0.1:2379[,h2:2379]/cluster-name?initialWaitTimeout=10000&refreshTimeout=10000`
+* ActiveMQ's failover transport: `failover:(meshmq://h1:61616,meshmq://h2:61617)?randomize=false&maxReconnectAttempts=10`
+  (ActiveMQ's option names and defaults, mapped onto the options below; a
+  session that loses its node may move to any listed node, not only the
+  failed node's backup)
 * the ActiveMQ form, where options the discovery layer does not know apply to
   the discovered transports: `discovery://(etcd://127.0.0.1:2379/cluster-name?refreshTimeout=10000)?consumerWindowSize=0`
   (with a username, a discovery URI needs sslEnabled=true: see trust.py)
@@ -72,8 +76,22 @@ class ClientOptions:
     retryInterval: int = 2000
     retryIntervalMultiplier: float = 1.0
     maxRetryInterval: int = 2000
-    # Reconnection after a connection fails (used by client failover); 0 = none, -1 = forever.
+    # Automatic client failover (docs/client-failover.md): rounds of attempts to move a failed
+    # session to the node serving its store (the backup that took over, or the same node again after
+    # a transient break), with the retry backoff above; 0 = none (the application gets the failure),
+    # -1 = forever.
     reconnectAttempts: int = 0
+    # Accepted for Artemis compatibility: the first contact always tries every listed server in turn
+    # and follows a passive backup's pointer to the node it backs up.
+    failoverOnInitialConnection: bool = False
+    # A connection that hears nothing is pinged after clientFailureCheckPeriod ms and declared failed
+    # when the ping goes unanswered: within min(connectionTTL, 2 x clientFailureCheckPeriod) of
+    # silence (a killed process is noticed at once, from the closed socket); -1 = never pinged.
+    clientFailureCheckPeriod: int = 30000
+    connectionTTL: int = 60000
+    # Longest a call made while its session fails over (send, create, commit) waits for the
+    # failover to finish before raising UnblockedError; -1 = as long as the failover takes.
+    callFailoverTimeout: int = 30000
 
 
 _OPTION_TYPES = {f.name: f.type for f in fields(ClientOptions)}
@@ -111,6 +129,10 @@ class ParsedURI:
     options: ClientOptions = field(default_factory=ClientOptions)
     # Set for meshmq+etcd:// and discovery:// URIs: servers is then empty until discovered.
     discovery: EtcdDiscovery | None = None
+    # failover:(...) URIs (ActiveMQ's failover transport): a failed session may move to any
+    # listed node, and with backup=true a channel to the next one is kept connected.
+    any_node_failover: bool = False
+    warm_backup: bool = False
 
 
 def _convert(name: str, raw: str):
@@ -146,9 +168,14 @@ def parse_options(query: str, base: ClientOptions | None = None) -> ClientOption
             raise InvalidRequestError(f"unknown URI option {key!r}{hint}")
         values[key] = _convert(key, raw)
     opts = replace(base or ClientOptions(), **values)
-    for name in ("minLargeMessageSize", "producerMaxBatch", "callTimeout", "initialConnectAttempts"):
+    for name in ("minLargeMessageSize", "producerMaxBatch", "callTimeout"):
         if getattr(opts, name) <= 0:
             raise InvalidRequestError(f"URI option {name} must be positive")
+    if opts.initialConnectAttempts == 0 or opts.initialConnectAttempts < -1:
+        raise InvalidRequestError("URI option initialConnectAttempts must be -1 (forever) or a positive number")
+    for name in ("clientFailureCheckPeriod", "connectionTTL", "callFailoverTimeout"):
+        if getattr(opts, name) <= 0 and getattr(opts, name) != -1:
+            raise InvalidRequestError(f"URI option {name} must be -1 (no limit) or a positive number of ms")
     for name in ("retryInterval", "maxRetryInterval"):
         if getattr(opts, name) < 0:
             raise InvalidRequestError(f"URI option {name} must not be negative")
@@ -242,6 +269,85 @@ def _parse_discovery(text_: str, whole: str) -> ParsedURI:
     return ParsedURI((), parse_options(rest[1:]), found)
 
 
+# ActiveMQ failover transport options -> (client option, conversion), with ActiveMQ's defaults.
+_FAILOVER_DEFAULTS = {
+    "randomize": "true",
+    "maxReconnectAttempts": "-1",
+    "startupMaxReconnectAttempts": "-1",
+    "initialReconnectDelay": "10",
+    "maxReconnectDelay": "30000",
+    "useExponentialBackOff": "true",
+    "reconnectDelayExponent": "2.0",
+    "timeout": "-1",
+    "backup": "false",
+    "updateClusterClients": "false",
+}
+_FAILOVER_ALIASES = {"backOffMultiplier": "reconnectDelayExponent"}
+# Accepted only at their defaults (false / empty): meshmq has no way to move a session that works.
+_FAILOVER_UNSUPPORTED = ("rebalanceClusterClients", "priorityBackup", "priorityURIs")
+
+
+def _failover_options(query: str, whole: str) -> tuple[str, bool]:
+    """ActiveMQ's failover options in `query` -> (the same as meshmq client options, backup)."""
+    given = {}
+    rest = []
+    for key, raw in parse_qsl(query, keep_blank_values=True):
+        key = _FAILOVER_ALIASES.get(key, key)
+        if key in _FAILOVER_DEFAULTS:
+            given[key] = raw
+        elif key in _FAILOVER_UNSUPPORTED:
+            if raw.lower() not in ("false", ""):
+                raise InvalidRequestError(
+                    f"failover option {key}={raw} in {whole!r} is not supported: a session stays on its node until "
+                    "that node fails; new sessions balance over the pushed topology (updateClusterClients=true)"
+                )
+        else:
+            rest.append(f"{key}={raw}")
+    o = {**_FAILOVER_DEFAULTS, **given}
+
+    def value(name: str, kind):
+        raw = o[name]
+        if kind is bool:
+            if raw.lower() in ("true", "false"):
+                return raw.lower() == "true"
+            raise InvalidRequestError(f"failover option {name}={raw!r} in {whole!r}: expected true or false")
+        try:
+            return kind(raw)
+        except ValueError:
+            raise InvalidRequestError(f"failover option {name}={raw!r} in {whole!r}: expected a number") from None
+
+    startup = value("startupMaxReconnectAttempts", int)  # -1: unlimited; n: n retries after the first try
+    mapped = {
+        "connectionLoadBalancingPolicyClassName": "Random" if value("randomize", bool) else "FirstElement",
+        "reconnectAttempts": value("maxReconnectAttempts", int),
+        "initialConnectAttempts": -1 if startup == -1 else startup + 1,
+        "retryInterval": value("initialReconnectDelay", int),
+        "maxRetryInterval": value("maxReconnectDelay", int),
+        "retryIntervalMultiplier": value("reconnectDelayExponent", float) if value("useExponentialBackOff", bool) else 1.0,
+        "callFailoverTimeout": value("timeout", int),
+        "useTopologyForLoadBalancing": value("updateClusterClients", bool),
+    }
+    pairs = [f"{k}={v}" for k, v in mapped.items()] + rest  # meshmq options given as well win
+    return "&".join(pairs), value("backup", bool)
+
+
+def _parse_failover(text_: str, whole: str) -> ParsedURI:
+    inner = text_[len("failover:") :]
+    if inner.startswith("//"):
+        inner = inner[2:]
+    if not inner.startswith("(") or ")" not in inner:
+        raise InvalidRequestError(
+            f"expected failover:(meshmq://h1:61616,meshmq://h2:61617)?options, got {whole!r}"
+        )
+    close = inner.rfind(")")
+    rest = inner[close + 1 :]
+    if rest and not rest.startswith("?"):
+        raise InvalidRequestError(f"unexpected {rest!r} after the server list in {whole!r}")
+    query, backup = _failover_options(rest[1:], whole)
+    listed = _parse_uri(f"({inner[1:close]})?{query}")
+    return replace(listed, any_node_failover=True, warm_backup=backup)
+
+
 def _check_discovery_credentials(parsed: ParsedURI) -> ParsedURI:
     """A discovery URI names no node the user vouches for: every node comes from
     announcements. Without TLS none of them can be verified, so none may get the password."""
@@ -279,6 +385,8 @@ def _parse_uri(uri: str) -> ParsedURI:
     if not isinstance(uri, str) or not uri.strip():
         raise InvalidRequestError("empty connection URI; expected meshmq://host:port")
     text_ = uri.strip()
+    if text_.startswith("failover:"):
+        return _parse_failover(text_, uri)
     if text_.startswith(("meshmq+etcd://", "discovery://")):
         return _check_discovery_credentials(_parse_discovery(text_, uri))
     if text_.startswith("("):

@@ -86,6 +86,8 @@ def test_discovery_uri_without_a_username_is_unchanged():
 
 
 def test_client_channels_never_override_the_name_tls_verifies():
-    from meshmq.client.connection import _OPTIONS
+    from meshmq.client.connection import _channel_options
+    from meshmq.client.uri import ClientOptions
 
-    assert not {"grpc.ssl_target_name_override", "grpc.default_authority"} & {name for name, _ in _OPTIONS}
+    options = _channel_options(ClientOptions())
+    assert not {"grpc.ssl_target_name_override", "grpc.default_authority"} & {name for name, _ in options}

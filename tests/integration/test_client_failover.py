@@ -1,0 +1,120 @@
+"""Client failover without a backup (issue 13): a session reattaches to its own
+node when that node comes back, a `failover:` URI moves it to another listed
+node, and a new session never fails because one node of the topology is dead.
+Real router processes on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from meshmq.client import FailoverEventType, connect
+from meshmq.errors import MeshMQError
+from tests.fixtures.examples import load_example
+from tests.fixtures.nodes import eventually, free_port
+
+from .test_discovery_uris import announcing
+
+pytestmark = pytest.mark.integration
+
+QUEUE = "jobs"
+DECLARE = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
+
+
+def on_port(port: int) -> str:
+    return f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n" + DECLARE
+
+
+async def send(url: str, *bodies: str) -> None:
+    async with await connect(url) as conn:
+        producer = await (await conn.session()).create_producer(QUEUE)
+        for body in bodies:
+            await producer.send(body.encode())
+
+
+async def test_a_session_reattaches_to_its_node_when_it_comes_back_and_gets_its_unacked_messages_again(nodes):
+    node = nodes.router("solo", extra=on_port(free_port()))
+    await send(node.url, "a", "b")
+    conn = await connect(f"{node.url}?reconnectAttempts=-1&retryInterval=100&maxRetryInterval=300")
+    events = []
+    conn.add_failover_listener(lambda event, err: events.append(event))
+    try:
+        session = await conn.session()
+        consumer = await session.create_consumer(QUEUE)
+        first = await consumer.receive(5)
+        assert first.body == b"a"  # handed, never acknowledged
+        await asyncio.to_thread(node.kill9)
+        await eventually(lambda: events == [FailoverEventType.FAILURE_DETECTED], 10, "the failure to be seen")
+        await asyncio.to_thread(node.start)  # the same store, the same port
+        got = [await consumer.receive(15) for _ in range(2)]
+        assert [m.body for m in got] == [b"a", b"b"]
+        for m in got:
+            m.ack()
+        producer = await session.create_producer(QUEUE)  # the session is whole again
+        await producer.send(b"c")
+        assert (await consumer.receive(5)).body == b"c"
+        assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_COMPLETED]
+        assert session.failovers == 1
+    finally:
+        await conn.close()
+
+
+async def test_a_failover_uri_moves_the_session_to_the_next_listed_node(nodes):
+    a = nodes.router("fa", extra=on_port(free_port()))
+    b = nodes.router("fb", extra=on_port(free_port()))
+    url = f"failover:(meshmq://{a.endpoint},meshmq://{b.endpoint})?randomize=false&initialReconnectDelay=50"
+    conn = await connect(url)
+    try:
+        session = await conn.session()
+        assert session.node_id == a.info["node_id"]  # randomize=false: the first listed
+        consumer = await session.create_consumer(QUEUE)
+        producer = await session.create_producer(QUEUE)
+        await producer.send(b"on a")
+        assert (await consumer.receive(5)).body == b"on a"
+        await asyncio.to_thread(a.kill9)
+        await producer.send(b"on b")  # waits out the failover, then goes to b
+        assert session.node_id == b.info["node_id"]
+        assert (await consumer.receive(5)).body == b"on b"
+    finally:
+        await conn.close()
+
+
+async def test_new_sessions_skip_a_dead_node_the_topology_still_lists(nodes, etcd):
+    """After kill -9 of one of three nodes, and before discovery drops it
+    (refresh-timeout), every new session opens on one of the two others."""
+    announce = announcing(etcd, "skip").replace("refresh-timeout: 2000", "refresh-timeout: 30000")
+    procs = [nodes.router(f"skip-{i}", extra=announce) for i in range(3)]
+    conn = await connect(procs[0].url)
+    try:
+        await conn.wait_for_topology(3)
+        victim = procs[1]
+        await asyncio.to_thread(victim.kill9)
+        assert len(conn.topology) == 3
+        opened = []
+        for _ in range(12):
+            try:
+                opened.append((await conn.session()).node_id)
+            except MeshMQError as exc:  # a typed error at worst, never a raw gRPC one
+                pytest.fail(f"a session failed to open: {exc!r}")
+        assert victim.info["node_id"] not in opened
+        assert set(opened) == {procs[0].info["node_id"], procs[2].info["node_id"]}
+    finally:
+        await conn.close()
+
+
+async def test_the_application_level_failover_example_rebuilds_on_the_next_node(nodes):
+    recipe = load_example("application_failover")
+    a = nodes.router("app-a", extra=on_port(free_port()))
+    b = nodes.router("app-b", extra=on_port(free_port()))
+    await send(a.url, *(f"a{i}" for i in range(5)))
+    await send(b.url, *(f"b{i}" for i in range(5)))
+    run = asyncio.create_task(recipe.consume(QUEUE, [a.url, b.url], 10))
+    async with await connect(a.url) as watcher:
+        async def a_drained() -> bool:
+            return (await watcher.admin.queue(QUEUE)).message_count == 0
+
+        await eventually(a_drained, 15, "the example to take a's messages")
+    await asyncio.to_thread(a.kill9)
+    received = await asyncio.wait_for(run, 30)
+    assert received == [f"a{i}".encode() for i in range(5)] + [f"b{i}".encode() for i in range(5)]
