@@ -11,7 +11,9 @@ with them when looking for a hot-path regression.
 
 A mode is KIND[@RATE][/WINDOW]:
 
-* KIND is `durable` or `non-durable`.
+* KIND is `durable`, `non-durable`, or `idempotent` (durable, from an
+  idempotent producer: a duplicate id of its own on each message; what
+  surviving a failover without resending by hand costs, docs/client-failover.md).
 * Without @RATE the producer sends as fast as its confirmation window allows
   (saturation: the most msg/s; the confirm latency there is mostly queueing
   behind the window, window / throughput by Little's law). With @RATE it
@@ -145,18 +147,19 @@ def parse_mode(mode: str) -> tuple[bool, float | None, int | None]:
     """(durable, rate or None, window or None) of KIND[@RATE][/WINDOW]."""
     head, _, window = mode.partition("/")
     kind, _, rate = head.partition("@")
-    if kind not in ("durable", "non-durable"):
-        raise SystemExit(f"unknown mode {mode!r}: KIND[@RATE][/WINDOW], KIND durable or non-durable")
+    if kind not in ("durable", "non-durable", "idempotent"):
+        raise SystemExit(f"unknown mode {mode!r}: KIND[@RATE][/WINDOW], KIND durable, non-durable or idempotent")
     try:
-        return kind == "durable", float(rate) if rate else None, int(window) if window else None
+        return kind != "non-durable", float(rate) if rate else None, int(window) if window else None
     except ValueError:
         raise SystemExit(f"bad mode {mode!r}: RATE is msg/s and WINDOW bytes, e.g. durable@25000/524288") from None
 
 
 async def run(url: str, count: int, size: int, mode: str) -> dict:
     durable, rate, _ = parse_mode(mode)
+    idempotent = mode.startswith("idempotent")
     address = f"bench.{'durable' if durable else 'nondurable'}"
-    prod, cons, total = await perf.client(url, address, count, size, durable, rate=rate)
+    prod, cons, total = await perf.client(url, address, count, size, durable, rate=rate, idempotent=idempotent)
     return {
         "mode": mode,
         "messages": cons.messages,

@@ -76,6 +76,7 @@ async def produce(
     durable: bool,
     progress: Progress | None = None,
     rate: float | None = None,
+    idempotent: bool = False,
 ) -> PerfResult:
     """Send `count` messages; `rate` msg/s paces them (see the module docstring)."""
     body = b"x" * size
@@ -83,7 +84,7 @@ async def produce(
     failures: list[BaseException] = []
     async with await connect(url) as conn:
         session = await conn.session()
-        producer = await session.create_producer(address)
+        producer = await session.create_producer(address, idempotent=idempotent)
         clock = time.perf_counter
 
         def done(f: asyncio.Future, t: float) -> None:
@@ -150,11 +151,12 @@ async def client(
     durable: bool,
     progress: Progress | None = None,
     rate: float | None = None,
+    idempotent: bool = False,
 ):
     """Producer and consumer at once on one address (the end-to-end figure)."""
     consumer_task = asyncio.create_task(consume(url, address, count))
     await asyncio.sleep(0)
-    producer_result = await produce(url, address, count, size, durable, progress, rate)
+    producer_result = await produce(url, address, count, size, durable, progress, rate, idempotent)
     consumer_result = await consumer_task
     total = PerfResult("end-to-end", consumer_result.messages, max(producer_result.seconds, consumer_result.seconds))
     total.latencies_ms = producer_result.latencies_ms

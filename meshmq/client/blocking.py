@@ -94,8 +94,8 @@ class Session:
     def __init__(self, loop: _LoopThread, inner: AsyncSession) -> None:
         self._loop, self._inner = loop, inner
 
-    def create_producer(self, address: str = "") -> Producer:
-        return Producer(self._loop, self._loop.run(self._inner.create_producer(address)))
+    def create_producer(self, address: str = "", *, idempotent: bool = False) -> Producer:
+        return Producer(self._loop, self._loop.run(self._inner.create_producer(address, idempotent=idempotent)))
 
     def create_consumer(self, queue: str = "", **kwargs) -> Consumer:
         return Consumer(self._loop, self._loop.run(self._inner.create_consumer(queue, **kwargs)))

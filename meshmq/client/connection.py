@@ -210,8 +210,10 @@ class Connection:
                     return
                 log.info("topology updates from %s stopped: %s", node.server.target, exc.code().name)
             # The watch carries the credentials too: it moves only to a node that may have them.
+            # (A backup the topology named comes after the members: it serves once it took over.)
+            known = [*self.topology, *(b for b in self._backup_of.values() if b not in self.topology)]
             others = [
-                s for s in self.topology
+                s for s in known
                 if s.target != node.server.target
                 and may_receive_credentials(s, self.uri.servers, verified=self._topology_verified)
             ] or list(self.uri.servers)

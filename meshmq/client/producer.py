@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from meshmq.errors import MeshMQError, MessageTooLargeError, error_for
+from meshmq.errors import MeshMQError, MessageTooLargeError, Reason, error_for
 from meshmq.transport import MAX_CLIENT_FRAME
 from meshmq.properties import PropertyValue, set_properties
 from meshmq.v1 import broker_pb2 as bpb
@@ -30,10 +31,18 @@ def _window(size: int) -> float:
 
 
 class Producer:
-    def __init__(self, session: Session, producer_id: int, address: str, options: ClientOptions) -> None:
+    def __init__(self, session: Session, producer_id: int, address: str, options: ClientOptions,
+                 idempotent: bool = False) -> None:
         self._session = session
         self.id = producer_id
         self.address = address
+        # An idempotent producer (beyond Artemis) stamps each message with a duplicate id of
+        # its own, unique to this producer object: after a failover it sends again what was
+        # not confirmed, and the router drops what it had already stored (the duplicate-id
+        # cache is journaled and replicated), so the application sees neither loss nor a copy.
+        self.idempotent_key = uuid.uuid4().hex if idempotent else ""
+        self._sequence = itertools.count()
+        self.resent = 0  # messages an idempotent producer sent again after failovers
         # Sends wait while unconfirmed bytes reach the smaller window: confirmations
         # (what is in flight) and producer credits (what the router will take
         # while an address blocks). -1 (Artemis's value for "no window"): no limit.
@@ -45,7 +54,9 @@ class Producer:
         self._batch_ids = itertools.count(1)
         self._req: bpb.SessionRequest | None = None
         self._futs: list[asyncio.Future] = []
-        self._inflight: dict[int, tuple[list[asyncio.Future], int]] = {}
+        # batch id -> (futures, bytes, the request: kept for an idempotent producer's resend)
+        self._inflight: dict[int, tuple[list[asyncio.Future], int, bpb.SessionRequest | None]] = {}
+        self._resend: list[tuple[list[asyncio.Future], int, bpb.SessionRequest]] = []
         self._inflight_bytes = 0
         self._pending_bytes = 0
         self._room = asyncio.Event()
@@ -86,6 +97,10 @@ class Producer:
             raise ValueError(f"priority must be 0..9, got {priority}")
         if routing_type not in _ROUTING:
             raise ValueError(f"routing_type must be 'anycast' or 'multicast', got {routing_type!r}")
+        if self.idempotent_key:
+            if duplicate_id:
+                raise ValueError("an idempotent producer stamps its own duplicate ids; do not pass one")
+            duplicate_id = f"{self.idempotent_key}:{next(self._sequence)}"
         body = bytes(body)
         if ttl:
             import time
@@ -150,7 +165,7 @@ class Producer:
         self._req, self._futs = None, []
         bid = next(self._batch_ids)
         req.send.batch_id = bid
-        self._inflight[bid] = (futs, self._pending_bytes)
+        self._inflight[bid] = (futs, self._pending_bytes, req if self.idempotent_key else None)
         self._inflight_bytes += self._pending_bytes
         self._pending_bytes = 0
         self._session.write(req)
@@ -165,7 +180,7 @@ class Producer:
         if properties:
             set_properties(m.properties, properties)
         fut = asyncio.get_running_loop().create_future()
-        self._inflight[bid] = ([fut], 0)
+        self._inflight[bid] = ([fut], 0, None)
         session = self._session
         await session.write_paced(head)
         step = self._large_at
@@ -180,14 +195,16 @@ class Producer:
     async def flush(self) -> None:
         """Send what is queued and wait for every outstanding confirm."""
         self._flush()
-        waiting = [f for futs, _ in self._inflight.values() for f in futs]
+        waiting = [f for futs, _, _ in [*self._inflight.values(), *self._resend] for f in futs]
         if waiting:
             await asyncio.wait(waiting)
 
     def _on_confirm(self, c: bpb.SendConfirm) -> None:
-        futs, size = self._inflight.pop(c.batch_id, ([], 0))
+        futs, size, _ = self._inflight.pop(c.batch_id, ([], 0, None))
         self._inflight_bytes -= size
         failed = {r.index: r for r in c.rejections}
+        if self.idempotent_key:  # its ids are its own: a duplicate is a resend of a stored message
+            failed = {i: r for i, r in failed.items() if r.reason != Reason.DUPLICATE_ID.value}
         for i, fut in enumerate(futs):
             if fut.done():
                 continue
@@ -201,7 +218,7 @@ class Producer:
             self._room.set()
 
     def _on_error(self, batch_id: int, err: MeshMQError) -> None:
-        futs, size = self._inflight.pop(batch_id, ([], 0))
+        futs, size, _ = self._inflight.pop(batch_id, ([], 0, None))
         self._inflight_bytes -= size
         for f in futs:
             if not f.done():
@@ -213,27 +230,43 @@ class Producer:
 
     def _on_unblocked(self, err: MeshMQError) -> None:
         """The session's stream failed: every unconfirmed send fails with `err`
-        (its outcome is unknown) and the producer starts afresh on the next stream."""
-        for futs, _ in self._inflight.values():
+        (its outcome is unknown) and the producer starts afresh on the next stream;
+        an idempotent producer outside a transaction keeps them to send again."""
+        keep = bool(self.idempotent_key) and not self._session.transacted
+        batches = list(self._inflight.values())
+        if self._req is not None:
+            batches.append((self._futs, self._pending_bytes, self._req))
+        for futs, size, req in batches:
+            if keep and req is not None:
+                self._resend.append((futs, size, req))
+                continue
             for f in futs:
                 if not f.done():
                     f.set_exception(err)
                     f.exception()  # retrieved: a send_async nobody awaits is not an error log
-        for f in self._futs:
-            if not f.done():
-                f.set_exception(err)
-                f.exception()
         self._inflight.clear()
         self._req, self._futs = None, []
         self._inflight_bytes = self._pending_bytes = 0
         self._room.set()
+
+    def _send_again(self) -> None:
+        """On the new stream, before anything else this producer sends: what an
+        idempotent producer had unconfirmed, in its order, under new batch ids."""
+        resend, self._resend = self._resend, []
+        for futs, size, req in resend:
+            bid = next(self._batch_ids)
+            req.send.batch_id = bid
+            self._inflight[bid] = (futs, size, req)
+            self._inflight_bytes += size
+            self.resent += len(futs)
+            self._session.write(req)
 
     def _on_recreate_failed(self, err: MeshMQError) -> None:
         self._on_failure(err)
 
     def _on_failure(self, err: MeshMQError) -> None:
         self._failure = err
-        for futs, _ in self._inflight.values():
+        for futs, _, _ in [*self._inflight.values(), *self._resend]:
             for f in futs:
                 if not f.done():
                     f.set_exception(err)
@@ -241,6 +274,7 @@ class Producer:
             if not f.done():
                 f.set_exception(err)
         self._inflight.clear()
+        self._resend = []
         self._room.set()
 
     async def close(self) -> None:

@@ -277,6 +277,8 @@ class Session:
             waits.append((c, self._expect("consumer_created", c.id)))
             self._outq.put_nowait(bpb.SessionRequest(create_consumer=c._create_request()))
         self._ready.set()
+        for p in self._producers.values():
+            p._send_again()
         for owner, fut in waits:
             try:
                 created = await self._wait(fut)
@@ -378,13 +380,18 @@ class Session:
         for c in self._consumers.values():
             c._flush_acks()
 
-    async def create_producer(self, address: str = "") -> Producer:
-        """A producer; `address` is its default, a message's own address wins."""
+    async def create_producer(self, address: str = "", *, idempotent: bool = False) -> Producer:
+        """A producer; `address` is its default, a message's own address wins.
+
+        An idempotent producer stamps a duplicate id on each message and, after
+        a failover, sends again what was not confirmed instead of raising
+        UnblockedError; the router drops what it had stored (producer.py).
+        """
         await self._wait_ready()
         self._flush_acks()
         pid = next(self._ids)
         fut = self._expect("producer_created", pid)
-        p = Producer(self, pid, address, self.options)
+        p = Producer(self, pid, address, self.options, idempotent)
         self._producers[pid] = p
         self.write(bpb.SessionRequest(create_producer=p._create_request()))
         try:

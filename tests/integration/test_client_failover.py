@@ -118,3 +118,25 @@ async def test_the_application_level_failover_example_rebuilds_on_the_next_node(
     await asyncio.to_thread(a.kill9)
     received = await asyncio.wait_for(run, 30)
     assert received == [f"a{i}".encode() for i in range(5)] + [f"b{i}".encode() for i in range(5)]
+
+
+def test_the_blocking_api_fails_over_the_same_way(nodes):
+    from meshmq.client import blocking
+    from tests.fixtures.nodes import wait_for
+
+    node = nodes.router("blocking", extra=on_port(free_port()))
+    events = []
+    with blocking.connect(f"{node.url}?reconnectAttempts=-1&retryInterval=100&maxRetryInterval=300") as conn:
+        conn.add_failover_listener(lambda event, err: events.append(event))
+        session = conn.session()
+        producer = session.create_producer(QUEUE, idempotent=True)
+        consumer = session.create_consumer(QUEUE)
+        producer.send(b"before")
+        assert consumer.receive(5).body == b"before"  # handed, not acknowledged
+        node.kill9()
+        wait_for(lambda: events == [FailoverEventType.FAILURE_DETECTED], 10, "the failure to be seen")
+        node.start()
+        producer.send(b"after")  # waits out the failover
+        got = [consumer.receive(10).body for _ in range(2)]
+        assert got == [b"before", b"after"]
+        assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_COMPLETED]
