@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 import grpc
 
 from meshmq.errors import (
-    ConnectionFailedError, InvalidRequestError, MeshMQError, Reason, ScaledDownError, TransactionRolledBackError,
+    ConnectionFailedError, InvalidRequestError, MeshMQError, QueueExistsError, Reason, ScaledDownError,
+    TransactionRolledBackError,
     UnblockedError, error_for, from_rpc_error,
 )
 from meshmq.v1 import broker_pb2 as bpb
@@ -66,6 +67,9 @@ class Session:
         # Whether the open transaction has sends or acks, and whether a failover doomed it.
         self._tx_work = False
         self._rollback_only = False
+        self._ending = ""  # "commit" or "rollback" while one waits for its answer
+        # Non-durable queues this session created: a failover creates them again (create_queue).
+        self._volatile_queues: dict[str, dict] = {}
         # How many times the session moved to a new stream (FailoverEventType listeners tell more).
         self.failovers = 0
         # Called with every error the router reports that no pending call owns, and when the
@@ -77,8 +81,9 @@ class Session:
         await self._start_stream(self.server)
         self._ready.set()
 
-    async def _start_stream(self, server: Server) -> None:
-        """Open a session stream on `server` and make it this session's."""
+    async def _start_stream(self, server: Server, timeout_ms: int | None = None) -> None:
+        """Open a session stream on `server` and make it this session's (answered
+        within `timeout_ms`, callTimeout by default)."""
         call = self._connection._node(server).broker.Session(metadata=self._metadata)
         self._call = call
         self._outq = asyncio.Queue()
@@ -97,7 +102,7 @@ class Session:
                 err = ConnectionFailedError(f"cannot open a session on {server.target}: {exc.details()}")
             raise err from None
         self._tasks = [asyncio.create_task(self._read(call)), asyncio.create_task(self._write(call, self._outq))]
-        resp = await self._wait(opened)
+        resp = await self._wait(opened, timeout_ms)
         self.server = server
         self.node_id, self.session_id = resp.node_id, resp.session_id
 
@@ -108,11 +113,12 @@ class Session:
         self._calls[(kind, key)] = fut
         return fut
 
-    async def _wait(self, fut: asyncio.Future):
+    async def _wait(self, fut: asyncio.Future, timeout_ms: int | None = None):
+        timeout_ms = self.options.callTimeout if timeout_ms is None else timeout_ms
         try:
-            return await asyncio.wait_for(fut, self.options.callTimeout / 1000)
+            return await asyncio.wait_for(fut, timeout_ms / 1000)
         except asyncio.TimeoutError:
-            raise ConnectionFailedError(f"no answer from the router within callTimeout={self.options.callTimeout} ms") from None
+            raise ConnectionFailedError(f"no answer from the router within {timeout_ms} ms") from None
 
     def write(self, req: bpb.SessionRequest) -> None:
         """Queue a request for the stream (never blocks)."""
@@ -204,7 +210,9 @@ class Session:
         for (kind, _), fut in self._calls.items():
             if fut.done():
                 continue
-            if kind == "tx_result":
+            if kind == "tx_result" and self._ending == "rollback":
+                fut.set_result(None)  # what it asked for: the new stream has no transaction
+            elif kind == "tx_result":
                 # A commit in flight: as Artemis, report it rolled back (duplicate ids make
                 # a retry safe whether or not the old node committed it before it failed).
                 self._tx_work = False
@@ -268,7 +276,15 @@ class Session:
         """A new stream on `server` with this session's producers and consumers
         under their ids; they are queued before any request the application
         makes on it, so the router knows them first."""
-        await self._start_stream(server)
+        # A candidate that does not answer within a check period is as silent as one that
+        # misses a ping (a frozen node, a partition): the round moves on instead of waiting callTimeout.
+        period = self.options.clientFailureCheckPeriod
+        await self._start_stream(server, self.options.callTimeout if period == -1 else min(self.options.callTimeout, period))
+        for name, spec in self._volatile_queues.items():
+            try:
+                await self._admin().create_queue(name, **spec)
+            except QueueExistsError:
+                pass  # a node that kept it (the same node after a transient break)
         waits = []
         for p in self._producers.values():
             waits.append((p, self._expect("producer_created", p.id)))
@@ -283,8 +299,8 @@ class Session:
             try:
                 created = await self._wait(fut)
             except MeshMQError as exc:
-                if warrants_failover(exc):
-                    raise
+                if warrants_failover(exc) or isinstance(exc, UnblockedError):
+                    raise  # this stream failed too: the next candidate
                 owner._on_recreate_failed(exc)  # e.g. its queue is not on the new node
                 continue
             if isinstance(owner, Consumer):
@@ -401,6 +417,24 @@ class Session:
             raise
         return p
 
+    def _admin(self):
+        from .connection import Admin
+
+        return Admin(self._connection._node(self.server).management, self._metadata, self.options.callTimeout / 1000)
+
+    async def create_queue(
+        self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True
+    ):
+        """Create a queue on this session's node (management permission needed when
+        security is on). A non-durable queue is created again on the node a failover
+        moves the session to, as Artemis does: that node never had it."""
+        await self._wait_ready()
+        spec = dict(address=address, routing_type=routing_type, filter=filter, durable=durable)
+        info = await self._admin().create_queue(name, **spec)
+        if not durable:
+            self._volatile_queues[name] = spec
+        return info
+
     async def create_consumer(
         self,
         queue: str = "",
@@ -461,7 +495,11 @@ class Session:
             for c in self._consumers.values():
                 req.handed.add(consumer_id=c.id, last_handed_delivery_id=c.last_handed)
         self.write(bpb.SessionRequest(**{kind: req}))
-        await self._wait(fut)
+        self._ending = kind
+        try:
+            await self._wait(fut)
+        finally:
+            self._ending = ""
         self._tx_work = self._rollback_only = False
 
     def _forget_consumer(self, cid: int) -> None:

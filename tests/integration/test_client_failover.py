@@ -54,8 +54,17 @@ async def test_a_session_reattaches_to_its_node_when_it_comes_back_and_gets_its_
         producer = await session.create_producer(QUEUE)  # the session is whole again
         await producer.send(b"c")
         assert (await consumer.receive(5)).body == b"c"
-        assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_COMPLETED]
-        assert session.failovers == 1
+        # A non-durable queue the session created is created again, filter and all, by the next
+        # failover (a queue the consumer alone would auto-create has no filter).
+        await session.create_queue("scratch", filter="kind = 'keep'", durable=False)
+        scratch = await session.create_consumer("scratch")
+        await asyncio.to_thread(node.kill9)
+        await asyncio.to_thread(node.start)  # without the queue: it was not durable
+        await producer.send(b"dropped", address="scratch", properties={"kind": "drop"})  # waits out the failover
+        await producer.send(b"kept", address="scratch", properties={"kind": "keep"})
+        assert (await scratch.receive(5)).body == b"kept"
+        assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_COMPLETED] * 2
+        assert session.failovers == 2
     finally:
         await conn.close()
 
