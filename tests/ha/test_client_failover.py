@@ -18,6 +18,7 @@ from tests.fixtures.nodes import eventually
 
 from .test_replication import in_sync, pair
 from .test_shared_store import QUEUE, answers, drain, send
+from .test_shared_store import node as shared_store_node
 
 pytestmark = pytest.mark.integration
 
@@ -263,3 +264,30 @@ async def test_the_once_and_only_once_example_stores_every_message_once_through_
     await asyncio.wait_for(run, 60)
     got = await leftover(backup)
     assert sorted(got) == sorted(f"message {i}".encode() for i in range(400))
+
+
+async def test_on_a_shared_store_the_session_moves_to_the_backup_that_took_the_lease(nodes, pg_url):
+    """The same through shared store on PostgreSQL: the backup takes the lease after
+    the live's kill -9; the consumer gets its unacknowledged message again there, and an
+    idempotent producer's unconfirmed sends land once."""
+    live = shared_store_node(nodes, "live", pg_url, "master")
+    backup = shared_store_node(nodes, "backup", pg_url, "slave")
+    conn = await connect(f"{live.url}?{FAILOVER}")
+    try:
+        await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
+        session = await conn.session()
+        producer = await session.create_producer(QUEUE, idempotent=True)
+        consumer = await session.create_consumer(QUEUE)
+        await producer.send(b"first")
+        assert (await consumer.receive(5)).body == b"first"  # not acknowledged
+        sent = [await producer.send_async(f"n{i}".encode()) for i in range(200)]
+        await asyncio.to_thread(live.kill9)
+        await asyncio.wait_for(asyncio.gather(*sent), 30)  # every one confirmed, by one node or the other
+        got = []
+        while (m := await consumer.receive(3)) is not None:
+            got.append(m.body)
+            m.ack()
+        assert session.server.target == backup.endpoint
+        assert sorted(got) == sorted([b"first"] + [f"n{i}".encode() for i in range(200)])
+    finally:
+        await conn.close()
