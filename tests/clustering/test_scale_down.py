@@ -153,3 +153,30 @@ async def test_scale_down_finds_its_target_through_the_discovery_group(nodes, et
     assert "scaled down 7 messages to A" in b.log_path.read_text()
     async with await connect(a.url) as conn:
         assert (await conn.admin.queue(JOBS)).message_count == 7
+
+
+async def test_with_reconnect_attempts_a_session_follows_the_redirect_to_where_its_messages_went(nodes):
+    """Artemis's "Scale Down and Clients": the client reconnects to the node the messages
+    moved to, and the same consumer goes on with them there."""
+    from meshmq.client import FailoverEventType
+
+    pa, pb = free_port(), free_port()
+    a = nodes.router("A", extra=node_yaml(pa, {"b": pb}))
+    b = nodes.router("B", extra=node_yaml(pb, {"a": pa}, scale_down="a"))
+    await send(b, JOBS, range(5))
+    conn = await connect(f"{b.url}?reconnectAttempts=20&retryInterval=200")
+    events = []
+    conn.add_failover_listener(lambda event, err: events.append(event))
+    try:
+        session = await conn.session()
+        consumer = await session.create_consumer(JOBS, window_size=0)
+        first = await consumer.receive(timeout=5)  # handed, not acknowledged: it moves too
+        assert first.properties["n"] == 0
+        stopping = asyncio.get_running_loop().run_in_executor(None, b.stop)
+        got = [(await consumer.receive(timeout=30)).properties["n"] for _ in range(5)]
+        assert sorted(got) == [0, 1, 2, 3, 4]
+        assert await stopping == 0
+        assert session.node_id == a.info["node_id"]
+        assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_COMPLETED]
+    finally:
+        await conn.close()
