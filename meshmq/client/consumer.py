@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from .session import Session
 
 
+# How many handed messages a consumer remembers across a failover (its delivery counts).
+_REMEMBERED = 10_000
+
+
 class Consumer:
     def __init__(self, session: Session, request: bpb.CreateConsumer) -> None:
         self._session = session
@@ -40,14 +44,24 @@ class Consumer:
         # Which stream the messages in hand came from: one delivered before a failover
         # cannot be acknowledged on the new stream (the node there redelivers it).
         self._incarnation = 0
+        # The last messages handed to the application (id -> delivery count), and after a
+        # failover those of the old stream: one of them delivered again gets a delivery
+        # count above the one it had, though the new node may not know it was delivered
+        # (its ack may have been lost in flight; a first delivery is not journaled).
+        self._handed: dict[int, int] = {}
+        self._handed_before: dict[int, int] = {}
 
     # ------------------------------------------------------------ from the session
 
     def _on_deliveries(self, batch: bpb.DeliveryBatch) -> None:
         self._asked = False  # a window-0 request was answered
+        before = self._handed_before
         for d in batch.deliveries:
             m = d.message
-            msg = ReceivedMessage(self, d.delivery_id, d.delivery_count, m, m.body, self._incarnation)
+            count = d.delivery_count
+            if before and m.message_id in before:
+                count = max(count, before.pop(m.message_id) + 1)
+            msg = ReceivedMessage(self, d.delivery_id, count, m, m.body, self._incarnation)
             if m.large:
                 self._large[d.delivery_id] = (msg, bytearray())
             else:
@@ -85,6 +99,10 @@ class Consumer:
         """The session's stream failed: what was delivered on it is the old node's
         to give again (buffered or handed, acked or not yet): forget it all."""
         self._incarnation += 1
+        self._handed_before.update(self._handed)
+        self._handed.clear()
+        while len(self._handed_before) > _REMEMBERED:
+            del self._handed_before[next(iter(self._handed_before))]
         self._buffer.clear()
         self._large.clear()
         self._acks.clear()
@@ -130,6 +148,10 @@ class Consumer:
     def _hand(self, msg: ReceivedMessage) -> ReceivedMessage:
         """A message leaves the buffer for the application."""
         self.last_handed = msg.delivery_id
+        handed = self._handed
+        handed[msg.message_id] = msg.delivery_count
+        if len(handed) > _REMEMBERED:
+            del handed[next(iter(handed))]
         self._credit(msg.size)
         return msg
 

@@ -70,6 +70,7 @@ async def test_client_ack_consumer_acks_half_the_live_dies_and_the_backup_redeli
             received[5].ack()
         again = [await consumer.receive(15) for _ in range(5)]
         assert [m.properties["n"] for m in again if m is not None] == [5, 6, 7, 8, 9]
+        assert all(m.delivery_count >= 2 for m in again)  # the SDK knows it handed them before
         for m in again:
             m.ack()
         assert await consumer.receive(0.5) is None
