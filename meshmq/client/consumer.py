@@ -44,12 +44,13 @@ class Consumer:
         # Which stream the messages in hand came from: one delivered before a failover
         # cannot be acknowledged on the new stream (the node there redelivers it).
         self._incarnation = 0
-        # The last messages handed to the application (id -> delivery count), and after a
+        # The last messages handed to the application ((node id, message id) -> delivery count:
+        # a message id is unique within the node that stored it), and after a
         # failover those of the old stream: one of them delivered again gets a delivery
         # count above the one it had, though the new node may not know it was delivered
         # (its ack may have been lost in flight; a first delivery is not journaled).
-        self._handed: dict[int, int] = {}
-        self._handed_before: dict[int, int] = {}
+        self._handed: dict[tuple[str, int], int] = {}
+        self._handed_before: dict[tuple[str, int], int] = {}
 
     # ------------------------------------------------------------ from the session
 
@@ -59,8 +60,8 @@ class Consumer:
         for d in batch.deliveries:
             m = d.message
             count = d.delivery_count
-            if before and m.message_id in before:
-                count = max(count, before.pop(m.message_id) + 1)
+            if before and (m.node_id, m.message_id) in before:
+                count = max(count, before.pop((m.node_id, m.message_id)) + 1)
             msg = ReceivedMessage(self, d.delivery_id, count, m, m.body, self._incarnation)
             if m.large:
                 self._large[d.delivery_id] = (msg, bytearray())
@@ -149,7 +150,7 @@ class Consumer:
         """A message leaves the buffer for the application."""
         self.last_handed = msg.delivery_id
         handed = self._handed
-        handed[msg.message_id] = msg.delivery_count
+        handed[(msg.proto.node_id, msg.proto.message_id)] = msg.delivery_count
         if len(handed) > _REMEMBERED:
             del handed[next(iter(handed))]
         self._credit(msg.size)

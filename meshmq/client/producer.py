@@ -199,6 +199,11 @@ class Producer:
         if waiting:
             await asyncio.wait(waiting)
 
+    @property
+    def unconfirmed(self) -> int:
+        """Messages sent (or queued to be) and not confirmed yet."""
+        return len(self._futs) + sum(len(futs) for futs, _, _ in [*self._inflight.values(), *self._resend])
+
     def _on_confirm(self, c: bpb.SendConfirm) -> None:
         futs, size, _ = self._inflight.pop(c.batch_id, ([], 0, None))
         self._inflight_bytes -= size

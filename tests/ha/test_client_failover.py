@@ -187,9 +187,14 @@ async def test_a_producer_and_a_consumer_at_5000_msgs_through_a_kill_9_lose_noth
     conn = await connect(f"{primary.url}?{FAILOVER}")
     await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
 
+    producers = []
+    produced = asyncio.Event()
+    deadline = float("inf")
+
     async def produce() -> int:
         session = await conn.session()
         producer = await session.create_producer(QUEUE, idempotent=idempotent)
+        producers.append(producer)
         loop = asyncio.get_running_loop()
         start, i, resent = loop.time(), 0, 0
         while not stop.is_set():
@@ -218,11 +223,12 @@ async def test_a_producer_and_a_consumer_at_5000_msgs_through_a_kill_9_lose_noth
     async def consume() -> None:
         session = await conn.session()
         consumer = await session.create_consumer(QUEUE)
-        while not stop.is_set() or len(seen) < len(confirmed):
-            m = await consumer.receive(5)
+        loop = asyncio.get_running_loop()
+        while not (produced.is_set() and confirmed <= seen.keys()):
+            m = await consumer.receive(1)
             if m is None:
-                if stop.is_set():
-                    return
+                if produced.is_set() and loop.time() > deadline:
+                    return  # nothing more is coming: the assertions below say what is missing
                 continue
             key = m.body.decode()
             seen[key] = seen.get(key, 0) + 1
@@ -236,19 +242,35 @@ async def test_a_producer_and_a_consumer_at_5000_msgs_through_a_kill_9_lose_noth
     tasks = [asyncio.create_task(produce()), asyncio.create_task(consume())]
     try:
         await eventually(lambda: len(confirmed) >= 5000, 30, "5,000 confirmed before the kill")
+        # Frozen first, then one more send: it is surely in flight when the kill cuts it off.
+        os.kill(primary.proc.pid, signal.SIGSTOP)
+        probe = await producers[0].send_async(b"probe", duplicate_id="" if idempotent else "probe")
         await asyncio.to_thread(primary.kill9)
+        try:
+            await asyncio.wait_for(probe, 30)
+            probe_unblocked = False
+        except UnblockedError:
+            probe_unblocked = True
+            await producers[0].send(b"probe", duplicate_id="probe")  # stored once, whatever happened
+        confirmed.add("probe")
         await eventually(lambda: answers(backup), 30, "the backup to take over")
         after = len(confirmed)
         await eventually(lambda: len(confirmed) >= after + 5000, 30, "5,000 more confirmed on the backup")
     finally:
         stop.set()
-        resent, _ = await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        resent = await asyncio.wait_for(tasks[0], 60)
+        deadline = asyncio.get_running_loop().time() + 30
+        produced.set()  # `confirmed` is final: the consumer goes on until it has seen all of it
+        await asyncio.wait_for(tasks[1], 60)
         await conn.close()
-    assert resent > 0  # the kill did cut confirms off: resent by the application, or by the SDK
-    assert confirmed <= set(seen)  # nothing confirmed was lost
+    left = [b.decode() for b in await leftover(backup)]
+    missing = confirmed - seen.keys()
+    assert not missing, f"{len(missing)} confirmed never consumed, {len(missing & set(left))} of them still queued"
+    # The kill cut the probe's confirm off: the application resent it, or the SDK did by itself.
+    assert (producers[0].resent > 0 and not probe_unblocked) if idempotent else probe_unblocked
     twice = {k for k, n in seen.items() if n > 1}
     assert twice <= before_failover  # seen again only when delivered before the failover
-    assert await leftover(backup) == []  # and nothing left over: nothing stored twice
+    assert left == []  # and nothing left over: nothing stored twice
 
 
 async def test_the_once_and_only_once_example_stores_every_message_once_through_a_kill_9(nodes, etcd):

@@ -59,6 +59,7 @@ async def test_a_session_reattaches_to_its_node_when_it_comes_back_and_gets_its_
         await session.create_queue("scratch", filter="kind = 'keep'", durable=False)
         scratch = await session.create_consumer("scratch")
         await asyncio.to_thread(node.kill9)
+        await eventually(lambda: len(events) == 3, 10, "the second failure to be seen")
         await asyncio.to_thread(node.start)  # without the queue: it was not durable
         await producer.send(b"dropped", address="scratch", properties={"kind": "drop"})  # waits out the failover
         await producer.send(b"kept", address="scratch", properties={"kind": "keep"})
@@ -74,6 +75,8 @@ async def test_a_failover_uri_moves_the_session_to_the_next_listed_node(nodes):
     b = nodes.router("fb", extra=on_port(free_port()))
     url = f"failover:(meshmq://{a.endpoint},meshmq://{b.endpoint})?randomize=false&initialReconnectDelay=50"
     conn = await connect(url)
+    events = []
+    conn.add_failover_listener(lambda event, err: events.append(event))
     try:
         session = await conn.session()
         assert session.node_id == a.info["node_id"]  # randomize=false: the first listed
@@ -82,6 +85,7 @@ async def test_a_failover_uri_moves_the_session_to_the_next_listed_node(nodes):
         await producer.send(b"on a")
         assert (await consumer.receive(5)).body == b"on a"
         await asyncio.to_thread(a.kill9)
+        await eventually(lambda: events, 10, "the failure to be seen")  # (a send before it would be unblocked)
         await producer.send(b"on b")  # waits out the failover, then goes to b
         assert session.node_id == b.info["node_id"]
         assert (await consumer.receive(5)).body == b"on b"
