@@ -44,12 +44,12 @@ class Consumer:
         # Which stream the messages in hand came from: one delivered before a failover
         # cannot be acknowledged on the new stream (the node there redelivers it).
         self._incarnation = 0
-        # The last messages handed to the application ((node id, message id) -> delivery count:
-        # a message id is unique within the node that stored it), and after a
+        # The last messages handed to the application (by node id and message id: a message
+        # id is unique within the node that stored it, with its delivery count), and after a
         # failover those of the old stream: one of them delivered again gets a delivery
         # count above the one it had, though the new node may not know it was delivered
         # (its ack may have been lost in flight; a first delivery is not journaled).
-        self._handed: dict[tuple[str, int], int] = {}
+        self._handed: deque[tuple[str, int, int]] = deque(maxlen=_REMEMBERED)  # (node id, message id, count)
         self._handed_before: dict[tuple[str, int], int] = {}
 
     # ------------------------------------------------------------ from the session
@@ -100,10 +100,12 @@ class Consumer:
         """The session's stream failed: what was delivered on it is the old node's
         to give again (buffered or handed, acked or not yet): forget it all."""
         self._incarnation += 1
-        self._handed_before.update(self._handed)
+        # (A deque, not a dict, while handing: it forgets the oldest at no cost per message.)
+        before = {(node, mid): count for node, mid, count in self._handed}
+        if len(self._handed_before) + len(before) > _REMEMBERED:
+            self._handed_before.clear()  # older ones than the last stream's are not worth keeping
+        self._handed_before.update(before)
         self._handed.clear()
-        while len(self._handed_before) > _REMEMBERED:
-            del self._handed_before[next(iter(self._handed_before))]
         self._buffer.clear()
         self._large.clear()
         self._acks.clear()
@@ -149,10 +151,8 @@ class Consumer:
     def _hand(self, msg: ReceivedMessage) -> ReceivedMessage:
         """A message leaves the buffer for the application."""
         self.last_handed = msg.delivery_id
-        handed = self._handed
-        handed[(msg.proto.node_id, msg.proto.message_id)] = msg.delivery_count
-        if len(handed) > _REMEMBERED:
-            del handed[next(iter(handed))]
+        proto = msg.proto
+        self._handed.append((proto.node_id, proto.message_id, msg.delivery_count))
         self._credit(msg.size)
         return msg
 
