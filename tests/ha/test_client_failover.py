@@ -26,6 +26,20 @@ pytestmark = pytest.mark.integration
 FAILOVER = "reconnectAttempts=-1&retryInterval=100&maxRetryInterval=200"
 
 
+async def in_sync_pair(nodes, etcd) -> tuple:
+    """A primary and its backup, in sync."""
+    primary, backup = pair(nodes, etcd)
+    await in_sync(primary, backup)
+    return primary, backup
+
+
+async def failover_client(url: str, options: str = ""):
+    """A connection with automatic failover that knows where the live's backup is."""
+    conn = await connect(f"{url}?{FAILOVER}{options}")
+    await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
+    return conn
+
+
 async def leftover(proc) -> list[bytes]:
     """Whatever is still in the queue on `proc`."""
     async with await connect(proc.url) as conn:
@@ -44,15 +58,12 @@ async def queue_count(conn) -> int:
 async def test_client_ack_consumer_acks_half_the_live_dies_and_the_backup_redelivers_the_rest(nodes, etcd):
     """The seed's non-transacted example: 10 received, 0-4 acknowledged, the live
     killed; acking 5 fails, and 5-9 come again from the backup, on the same consumer."""
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
+    primary, backup = await in_sync_pair(nodes, etcd)
     await send(primary, 0, 10)
-    conn = await connect(f"{primary.url}?{FAILOVER}")
+    conn = await failover_client(primary.url)
     events: list[FailoverEventType] = []
     conn.add_failover_listener(lambda event, err: events.append(event))
     try:
-        await conn.wait_for_topology(1)
-        await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
         session = await conn.session()
         consumer = await session.create_consumer(QUEUE)
         received = [await consumer.receive(5) for _ in range(10)]
@@ -88,11 +99,9 @@ async def test_transacted_session_rolled_back_by_failover_resends_with_the_same_
     """The seed's transacted example: 5 sent in a transaction, the live killed,
     commit raises TransactionRolledBackError; all 10 sent again with the same
     duplicate ids and committed on the same session: exactly 10 stored."""
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
-    conn = await connect(f"{primary.url}?{FAILOVER}")
+    primary, backup = await in_sync_pair(nodes, etcd)
+    conn = await failover_client(primary.url)
     try:
-        await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
         session = await conn.session(transacted=True)
         producer = await session.create_producer(QUEUE)
         for i in range(5):
@@ -116,11 +125,9 @@ async def test_a_commit_in_flight_when_the_live_freezes_is_unblocked_and_the_ret
     client notices the silence (clientFailureCheckPeriod), fails over to the backup that took
     over, and the commit raises TransactionRolledBackError; the retry with the same ids stores
     every message once (a message committed before the freeze is refused as a duplicate)."""
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
-    conn = await connect(f"{primary.url}?{FAILOVER}&clientFailureCheckPeriod=1000&connectionTTL=2000")
+    primary, backup = await in_sync_pair(nodes, etcd)
+    conn = await failover_client(primary.url, "&clientFailureCheckPeriod=1000&connectionTTL=2000")
     try:
-        await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
         session = await conn.session(transacted=True)
         producer = await session.create_producer(QUEUE)
         for i in range(3):
@@ -150,8 +157,7 @@ async def test_a_commit_in_flight_when_the_live_freezes_is_unblocked_and_the_ret
 async def test_without_reconnect_attempts_the_application_gets_the_failure_and_no_failover(nodes, etcd):
     """reconnectAttempts=0 (the default): the session fails with ConnectionFailedError,
     its exception listener hears it, and no failover event is raised."""
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
+    primary, backup = await in_sync_pair(nodes, etcd)
     conn = await connect(primary.url)
     events, heard = [], []
     conn.add_failover_listener(lambda event, err: events.append(event))
@@ -178,14 +184,12 @@ async def test_a_producer_and_a_consumer_at_5000_msgs_through_a_kill_9_lose_noth
     confirmed message reaches the consumer, none is stored twice, and what the consumer saw
     twice is only what had been delivered to it before the failover (acks in flight are
     lost, as the seed says)."""
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
+    primary, backup = await in_sync_pair(nodes, etcd)
     confirmed: set[str] = set()
     seen: dict[str, int] = {}
     before_failover: set[str] = set()
     stop = asyncio.Event()
-    conn = await connect(f"{primary.url}?{FAILOVER}")
-    await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
+    conn = await failover_client(primary.url)
 
     producers = []
     produced = asyncio.Event()
@@ -274,8 +278,7 @@ async def test_a_producer_and_a_consumer_at_5000_msgs_through_a_kill_9_lose_noth
 
 
 async def test_the_once_and_only_once_example_stores_every_message_once_through_a_kill_9(nodes, etcd):
-    primary, backup = pair(nodes, etcd)
-    await in_sync(primary, backup)
+    primary, backup = await in_sync_pair(nodes, etcd)
     recipe = load_example("transaction_failover")
     run = asyncio.create_task(recipe.main(f"{primary.url}?{FAILOVER}", QUEUE, 400, 5))
     async with await connect(primary.url) as watcher:
@@ -295,9 +298,8 @@ async def test_on_a_shared_store_the_session_moves_to_the_backup_that_took_the_l
     idempotent producer's unconfirmed sends land once."""
     live = shared_store_node(nodes, "live", pg_url, "master")
     backup = shared_store_node(nodes, "backup", pg_url, "slave")
-    conn = await connect(f"{live.url}?{FAILOVER}")
+    conn = await failover_client(live.url)
     try:
-        await eventually(lambda: conn._backup_of, 10, "the topology to name the backup")
         session = await conn.session()
         producer = await session.create_producer(QUEUE, idempotent=True)
         consumer = await session.create_consumer(QUEUE)
