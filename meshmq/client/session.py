@@ -25,8 +25,7 @@ import grpc
 
 from meshmq.errors import (
     ConnectionFailedError, InvalidRequestError, MeshMQError, QueueExistsError, Reason, ScaledDownError,
-    TransactionRolledBackError,
-    UnblockedError, error_for, from_rpc_error,
+    TransactionRolledBackError, UnblockedError, error_for, from_rpc_error,
 )
 from meshmq.v1 import broker_pb2 as bpb
 

@@ -269,7 +269,7 @@ def _parse_discovery(text_: str, whole: str) -> ParsedURI:
     return ParsedURI((), parse_options(rest[1:]), found)
 
 
-# ActiveMQ failover transport options -> (client option, conversion), with ActiveMQ's defaults.
+# ActiveMQ's failover transport options, with ActiveMQ's defaults (mapped in _failover_options).
 _FAILOVER_DEFAULTS = {
     "randomize": "true",
     "maxReconnectAttempts": "-1",
