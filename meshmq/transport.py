@@ -61,9 +61,10 @@ _KEEPALIVE = [
 # The server's side of the same: accept those pings on a stream that carries
 # no data (gRPC's default is one per 5 minutes; more is "too many pings" and
 # the connection is closed with GOAWAY, which cut idle sessions after ~30 s).
-# One a second: the fastest a client's clientFailureCheckPeriod may ask for.
+# Clients ping at most once a second (client/failover.py); half that here, so a
+# ping that arrives a little early is no strike (two strikes and gRPC hangs up).
 _ACCEPT_KEEPALIVE = [
-    ("grpc.http2.min_ping_interval_without_data_ms", 1_000),  # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS
+    ("grpc.http2.min_ping_interval_without_data_ms", 500),  # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS
 ]
 _RECONNECT = [
     # Reconnect soon after the peer comes back (gRPC's default backoff grows to 120 s).

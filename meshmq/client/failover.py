@@ -91,7 +91,7 @@ def keepalive_options(options: ClientOptions) -> list[tuple[str, int]]:
     """gRPC channel keep-alive for clientFailureCheckPeriod and connectionTTL: a ping
     after clientFailureCheckPeriod of silence, the connection failed when it is not
     answered within the rest of connectionTTL (at most another check period, at
-    least a second). Routers accept a ping a second (transport.server_options)."""
+    least a second). Routers accept a ping every half second (transport.server_options)."""
     period, ttl = options.clientFailureCheckPeriod, options.connectionTTL
     if period == -1:
         return [("grpc.keepalive_time_ms", 2**31 - 1)]
