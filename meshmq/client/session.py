@@ -511,10 +511,11 @@ class Session:
         """Flush outstanding acks, wait for outstanding confirms, end the stream."""
         if self._closed:
             return
-        if self._recovery is not None:
+        recovering = self._recovery is not None
+        if recovering:
             self._recovery.cancel()
             self._recovery = None
-        if self._failure is None and self._ready.is_set():
+        if self._failure is None and self._ready.is_set() and not recovering:
             self._flush_acks()
             for p in list(self._producers.values()):
                 try:
@@ -522,9 +523,14 @@ class Session:
                 except MeshMQError:
                     pass
         self._closed = True
+        if self._failure is None and (recovering or not self._ready.is_set()):
+            # Closed while failing over: what an idempotent producer kept to send again never will be.
+            closed = UnblockedError("the session was closed while it failed over; its outcome is unknown")
+            for p in self._producers.values():
+                p._on_failure(closed)
         self._outq.put_nowait(None)
         reader = self._tasks[0] if self._tasks else None
-        if reader is not None:
+        if reader is not None and not reader.done():
             try:
                 await asyncio.wait_for(asyncio.shield(reader), 5)
             except (asyncio.TimeoutError, Exception):

@@ -153,3 +153,29 @@ def test_the_blocking_api_fails_over_the_same_way(nodes):
         got = [consumer.receive(10).body for _ in range(2)]
         assert got == [b"before", b"after"]
         assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_COMPLETED]
+
+
+async def test_closing_a_session_while_it_fails_over_ends_its_unconfirmed_sends(nodes):
+    """An idempotent producer keeps its unconfirmed sends for the next stream; if the
+    session is closed before there is one, they raise instead of waiting for ever."""
+    import os
+    import signal
+
+    node = nodes.router("gone", extra=on_port(free_port()))
+    conn = await connect(f"{node.url}?reconnectAttempts=-1&retryInterval=100&maxRetryInterval=300")
+    events = []
+    conn.add_failover_listener(lambda event, err: events.append(event))
+    try:
+        session = await conn.session()
+        producer = await session.create_producer(QUEUE, idempotent=True)
+        os.kill(node.proc.pid, signal.SIGSTOP)
+        pending = await producer.send_async(b"never confirmed")
+        await asyncio.to_thread(node.kill9)
+        await eventually(lambda: events == [FailoverEventType.FAILURE_DETECTED], 10, "the failure to be seen")
+        assert producer.unconfirmed == 1  # kept to send again
+        await asyncio.wait_for(session.close(), 10)
+        with pytest.raises(MeshMQError):
+            await asyncio.wait_for(pending, 5)
+        assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_FAILED]
+    finally:
+        await conn.close()
