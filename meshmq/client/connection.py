@@ -100,6 +100,10 @@ class Connection:
             node = self._nodes[server.target] = _Node(server, self._tls, self._channel_options)
         return node
 
+    def _admin(self, server: Server) -> Admin:
+        """Management calls to one node, with this connection's credentials and callTimeout."""
+        return Admin(self._node(server).management, self._metadata, self.uri.options.callTimeout / 1000)
+
     def add_failover_listener(self, listener: FailoverListener) -> None:
         """Call `listener(event, error)` at FAILURE_DETECTED, then FAILOVER_COMPLETED or
         FAILOVER_FAILED, once per node whose sessions fail over (reconnectAttempts != 0)."""
@@ -164,7 +168,7 @@ class Connection:
                 await asyncio.sleep(delay)
             round_ = list(servers)
             for server in round_:
-                admin = Admin(self._node(server).management, self._metadata, opts.callTimeout / 1000)
+                admin = self._admin(server)
                 try:
                     self.node = await admin.node_info()
                 except NotActiveError as exc:

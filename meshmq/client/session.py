@@ -281,7 +281,7 @@ class Session:
         await self._start_stream(server, self.options.callTimeout if period == -1 else min(self.options.callTimeout, period))
         for name, spec in self._volatile_queues.items():
             try:
-                await self._admin().create_queue(name, **spec)
+                await self._connection._admin(self.server).create_queue(name, **spec)
             except QueueExistsError:
                 pass  # a node that kept it (the same node after a transient break)
         waits = []
@@ -416,11 +416,6 @@ class Session:
             raise
         return p
 
-    def _admin(self):
-        from .connection import Admin
-
-        return Admin(self._connection._node(self.server).management, self._metadata, self.options.callTimeout / 1000)
-
     async def create_queue(
         self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True
     ):
@@ -429,7 +424,7 @@ class Session:
         moves the session to, as Artemis does: that node never had it."""
         await self._wait_ready()
         spec = dict(address=address, routing_type=routing_type, filter=filter, durable=durable)
-        info = await self._admin().create_queue(name, **spec)
+        info = await self._connection._admin(self.server).create_queue(name, **spec)
         if not durable:
             self._volatile_queues[name] = spec
         return info
