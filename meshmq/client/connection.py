@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 
 import grpc
 
@@ -16,6 +17,7 @@ from meshmq.v1 import messages_pb2 as mpb
 
 from .failover import FailoverListener, Incidents, failover_candidates, keepalive_options, reconnect_delays
 from .loadbalance import LoadBalancingPolicy, policy_from_name
+from .rebalance import rebalance_plan
 from .session import Session
 from .trust import may_receive_credentials, session_candidates, topology_is_verified
 from .uri import ClientOptions, ParsedURI, Server, parse_uri
@@ -93,6 +95,8 @@ class Connection:
         self.admin: Admin | None = None
         self.node: mgpb.NodeInfo | None = None
         self._topology_changed = asyncio.Event()
+        self._rng = random.Random()
+        self.rebalances = 0  # rebalance requests followed (rebalance-cluster-clients on the nodes)
 
     def _node(self, server: Server) -> _Node:
         node = self._nodes.get(server.target)
@@ -203,10 +207,14 @@ class Connection:
         opts = self.uri.options
         delay = opts.retryInterval / 1000
         while True:
+            rebalance: int | None = None  # this node's count of rebalance requests, from its first push
             try:
                 async for snapshot in node.management.WatchTopology(mgpb.WatchTopologyRequest(), metadata=self._metadata):
                     self._learn(snapshot)
                     self._warn_if_unverified()
+                    if rebalance is not None and snapshot.rebalance > rebalance:
+                        self._rebalance()
+                    rebalance = snapshot.rebalance
                     self._topology_changed.set()
                     delay = opts.retryInterval / 1000
             except grpc.RpcError as exc:
@@ -233,6 +241,27 @@ class Connection:
         for m in snapshot.members:
             if m.node_id and m.backup_connector:
                 self._backup_of[m.node_id] = _server(m.backup_connector)
+
+    def _rebalance(self) -> None:
+        """A node joined and the node this connection watches asks its clients to spread
+        again (rebalance-cluster-clients): move sessions per rebalance.py, each at its
+        next quiet moment (Session.request_move). Followed only by connections that balance
+        over the topology (useTopologyForLoadBalancing; failover: URIs' updateClusterClients)."""
+        if not self.uri.options.useTopologyForLoadBalancing:
+            return
+        sessions = [s for s in self._sessions if not s._closed and s._failure is None]
+        nodes = self.candidates()
+        if not sessions or not nodes:
+            return
+        by_target = {n.target: n for n in nodes}
+        placement = [s.server.target for s in sessions]
+        plan = rebalance_plan(placement, list(by_target), self._rng)
+        self.rebalances += 1
+        moving = [(s, by_target[t]) for s, t, now in zip(sessions, plan, placement) if t != now]
+        log.info("rebalance: %d of %d sessions move (%s)", len(moving), len(sessions),
+                 ", ".join(f"{s.server.target}->{t.target}" for s, t in moving) or "none")
+        for s, target in moving:
+            s.request_move(target)
 
     def _warm_next(self, connected: Server) -> None:
         """failover:(...)?backup=true: keep a channel to the next listed node connected,

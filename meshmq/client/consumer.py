@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 _REMEMBERED = 10_000
 
 
+class _Moved:
+    """What a consumer left on the stream its session moved away from."""
+
+    __slots__ = ("incarnation", "unsettled")
+
+    def __init__(self, incarnation: int, unsettled: int) -> None:
+        self.incarnation = incarnation
+        self.unsettled = unsettled
+
+
 class Consumer:
     def __init__(self, session: Session, request: bpb.CreateConsumer) -> None:
         self._session = session
@@ -51,6 +61,12 @@ class Consumer:
         # (its ack may have been lost in flight; a first delivery is not journaled).
         self._handed: deque[tuple[str, int, int]] = deque(maxlen=_REMEMBERED)  # (node id, message id, count)
         self._handed_before: dict[tuple[str, int], int] = {}
+        # Handed on this stream and neither acknowledged nor given back (a planned move
+        # waits for none of them in a transaction; session.py).
+        self._unsettled = 0
+        # After a planned move: the stream the session left still takes the acks of the
+        # messages handed on it (their incarnation), until it is retired (session.py).
+        self._moved: _Moved | None = None
 
     # ------------------------------------------------------------ from the session
 
@@ -86,6 +102,7 @@ class Consumer:
         (its credit was returned there) and wait for the redelivery."""
         self._buffer.clear()
         self._large.clear()
+        self._unsettled = 0
         # (A window-0 request answered by a message still in the buffer stays
         # asked: the router returned that credit and answers it again.)
 
@@ -106,13 +123,32 @@ class Consumer:
             self._handed_before.clear()  # older ones than the last stream's are not worth keeping
         self._handed_before.update(before)
         self._handed.clear()
-        self._buffer.clear()
-        self._large.clear()
         self._acks.clear()
         self._nacks.clear()
+        self._start_afresh()
+
+    def _hand_over(self) -> bpb.CloseConsumer:
+        """The session moves to another node at a quiet moment (a rebalance): the old
+        node gives back what this consumer buffered unseen and keeps what it handed for
+        the acks still to come on the old stream; the consumer starts afresh on the new one.
+        (Acks were flushed to the old stream just before.)"""
+        close = bpb.CloseConsumer(consumer_id=self.id, last_handed_delivery_id=self.last_handed, keep_handed=True)
+        self._moved = _Moved(self._incarnation, self._unsettled) if self._unsettled > 0 else None
+        self._incarnation += 1
+        self._start_afresh()
+        return close
+
+    def _start_afresh(self) -> None:
+        """Nothing buffered, handed or credited on the new stream yet."""
+        self._buffer.clear()
+        self._large.clear()
         self._consumed = 0
         self._asked = False
         self.last_handed = 0
+        self._unsettled = 0
+
+    def _owes_old_stream(self) -> bool:
+        return self._moved is not None and self._moved.unsettled > 0
 
     def _on_ready(self) -> None:
         """Recreated on the new stream: send what was held while it was being set up."""
@@ -151,6 +187,7 @@ class Consumer:
     def _hand(self, msg: ReceivedMessage) -> ReceivedMessage:
         """A message leaves the buffer for the application."""
         self.last_handed = msg.delivery_id
+        self._unsettled += 1
         proto = msg.proto
         self._handed.append((proto.node_id, proto.message_id, msg.delivery_count))
         self._credit(msg.size)
@@ -199,26 +236,49 @@ class Consumer:
         self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
     def ack(self, msg: ReceivedMessage) -> None:
-        self._check_current(msg, "acknowledged")
+        if msg.incarnation != self._incarnation:
+            self._settle_earlier(msg, nack=False)
+            return
+        if self._session.transacted:
+            self._session._tx_work = True
+        self._unsettled -= 1
         self._acks.append(msg.delivery_id)
         self._schedule()
 
     def nack(self, msg: ReceivedMessage) -> None:
-        self._check_current(msg, "given back")
+        if msg.incarnation != self._incarnation:
+            self._settle_earlier(msg, nack=True)
+            return
+        if self._session.transacted:
+            self._session._tx_work = True
+        self._unsettled -= 1
         self._nacks.append(msg.delivery_id)
         self._schedule()
 
-    def _check_current(self, msg: ReceivedMessage, what: str) -> None:
-        if msg.incarnation == self._incarnation:
-            if self._session.transacted:
-                self._session._tx_work = True
+    def _settle_earlier(self, msg: ReceivedMessage, *, nack: bool) -> None:
+        """An ack or nack of a message handed on an earlier stream of the session: the
+        stream a planned move left takes it while it lasts; after a failover its delivery
+        id means nothing on the new stream (it may even name another message there)."""
+        moved = self._moved
+        if moved is not None and msg.incarnation == moved.incarnation and self._session._settle_on_old_stream(
+            self.id, msg.delivery_id, nack=nack
+        ):
+            moved.unsettled -= 1
+            if moved.unsettled <= 0:
+                self._moved = None
+                self._session._old_stream_settled()
             return
         if self._session.transacted:
-            return  # the transaction it belonged to is rollback-only: commit says so
+            self._session._rollback_only = True  # its transaction cannot hold it: commit rolls back and says so
+            return
         raise UnblockedError(
-            f"message {msg.message_id} was delivered before the session failed over and cannot be {what} now; "
-            "the node serving the queue delivers it again"
+            f"message {msg.message_id} was delivered before the session failed over and cannot be "
+            f"{'given back' if nack else 'acknowledged'} now; the node serving the queue delivers it again"
         )
+
+    def _forget_old_stream(self) -> None:
+        """The stream a planned move left has ended: acks of what it handed cannot reach it now."""
+        self._moved = None
 
     def _schedule(self) -> None:
         if not self._flush_scheduled:

@@ -63,6 +63,7 @@ class Producer:
         self._room.set()
         self._flush_scheduled = False
         self._failure: MeshMQError | None = None
+        self._large_sending = 0  # large messages whose chunks are on their way (a session moves only between them)
 
     async def send(self, body: bytes = b"", **kwargs) -> None:
         """Send one message and wait until the router confirms it (durable: stored)."""
@@ -182,14 +183,19 @@ class Producer:
         fut = asyncio.get_running_loop().create_future()
         self._inflight[bid] = ([fut], 0, None)
         session = self._session
-        await session.write_paced(head)
-        step = self._large_at
-        view = memoryview(body)
-        for off in range(0, len(body), step):
-            chunk = bpb.LargeChunk(
-                producer_id=self.id, batch_id=bid, data=bytes(view[off : off + step]), last=off + step >= len(body)
-            )
-            await session.write_paced(bpb.SessionRequest(large_chunk=chunk))
+        self._large_sending += 1
+        try:
+            await session.write_paced(head)
+            step = self._large_at
+            view = memoryview(body)
+            for off in range(0, len(body), step):
+                chunk = bpb.LargeChunk(
+                    producer_id=self.id, batch_id=bid, data=bytes(view[off : off + step]), last=off + step >= len(body)
+                )
+                await session.write_paced(bpb.SessionRequest(large_chunk=chunk))
+        finally:
+            self._large_sending -= 1
+            session._try_move()
         return fut
 
     async def flush(self) -> None:
@@ -237,10 +243,31 @@ class Producer:
         """The session's stream failed: every unconfirmed send fails with `err`
         (its outcome is unknown) and the producer starts afresh on the next stream;
         an idempotent producer outside a transaction keeps them to send again."""
-        keep = bool(self.idempotent_key) and not self._session.transacted
         batches = list(self._inflight.values())
         if self._req is not None:
             batches.append((self._futs, self._pending_bytes, self._req))
+        self._keep_or_fail(batches, err)
+        self._inflight.clear()
+        self._req, self._futs = None, []
+        self._inflight_bytes = self._pending_bytes = 0
+        self._room.set()
+
+    def _on_old_stream_lost(self, batch_ids: set[int], err: MeshMQError) -> None:
+        """The stream a planned move left ended before confirming `batch_ids`: their
+        outcome is unknown. An idempotent producer outside a transaction sends them
+        again on the current stream (the router drops what it had); others fail with `err`."""
+        batches = [self._inflight.pop(bid) for bid in sorted(batch_ids) if bid in self._inflight]
+        self._inflight_bytes -= sum(size for _, size, _ in batches)
+        self._keep_or_fail(batches, err)
+        if self._resend and self._session._ready.is_set():
+            self._send_again()
+        self._room.set()
+
+    def _keep_or_fail(self, batches: list[tuple[list[asyncio.Future], int, bpb.SessionRequest | None]],
+                      err: MeshMQError) -> None:
+        """Batches whose outcome is unknown: kept to send again by an idempotent
+        producer outside a transaction, else their sends fail with `err`."""
+        keep = bool(self.idempotent_key) and not self._session.transacted
         for futs, size, req in batches:
             if keep and req is not None:
                 self._resend.append((futs, size, req))
@@ -249,10 +276,6 @@ class Producer:
                 if not f.done():
                     f.set_exception(err)
                     f.exception()  # retrieved: a send_async nobody awaits is not an error log
-        self._inflight.clear()
-        self._req, self._futs = None, []
-        self._inflight_bytes = self._pending_bytes = 0
-        self._room.set()
 
     def _send_again(self) -> None:
         """On the new stream, before anything else this producer sends: what an

@@ -11,6 +11,11 @@ commit raises TransactionRolledBackError), a transaction with work done becomes
 rollback-only, and a new stream on the node failover.py picks gets this
 session's producers and consumers again under the same ids; the objects the
 application holds carry on. Calls made meanwhile wait up to callFailoverTimeout.
+
+A planned move (a rebalance, rebalance.py) is gentler: at a quiet moment a new
+stream opens on the target with the same producers and consumers, and the old
+one stays until what it owes is settled (confirms of sends made on it, acks of
+messages handed on it), so the application sees no error and no redelivery.
 """
 
 from __future__ import annotations
@@ -38,6 +43,41 @@ if TYPE_CHECKING:
     from .connection import Connection
 
 log = logging.getLogger("meshmq.client")
+
+
+class _Stream:
+    """One session stream: its call, what writes to it and its reader and writer tasks."""
+
+    def __init__(self, call: grpc.aio.StreamStreamCall, outq: asyncio.Queue) -> None:
+        self.call = call
+        self.outq = outq
+        self.tasks: list[asyncio.Task] = []
+        self.node_id = ""
+        self.session_id = ""
+
+    def discard(self) -> None:
+        for t in self.tasks:
+            t.cancel()
+        self.call.cancel()
+
+
+class _OldStream:
+    """The stream a planned move left: it still takes the confirms of the batches
+    sent on it and the acks of the messages handed on it, until none is owed or
+    callTimeout has passed; then it ends and its node gives back what is still unacked."""
+
+    def __init__(self, stream: _Stream, server: Server, batches: dict[Producer, set[int]]) -> None:
+        self.stream = stream
+        self.server = server
+        self.batches = batches
+        self.changed = asyncio.Event()
+
+    def owes(self, consumers) -> bool:
+        if any(c._owes_old_stream() for c in consumers):
+            return True
+        for p, ids in self.batches.items():
+            ids.intersection_update(p._inflight)
+        return any(self.batches.values())
 
 
 class Session:
@@ -71,6 +111,14 @@ class Session:
         self._volatile_queues: dict[str, dict] = {}
         # How many times the session moved to a new stream (FailoverEventType listeners tell more).
         self.failovers = 0
+        # Planned moves (rebalancing): the node asked for, until when, and the stream being opened
+        # there; the stream left behind while it settles what it owes (_OldStream).
+        self._move_target: Server | None = None
+        self._move_until = 0.0
+        self._moving: asyncio.Task | None = None
+        self._opening: grpc.aio.StreamStreamCall | None = None
+        self._old: _OldStream | None = None
+        self.moves = 0
         # Called with every error the router reports that no pending call owns, and when the
         # session's stream is lost: a ConnectionFailedError if it cannot go on, an UnblockedError
         # (failed_over=True) once it has moved to a new stream.
@@ -80,30 +128,50 @@ class Session:
         await self._start_stream(self.server)
         self._ready.set()
 
-    async def _start_stream(self, server: Server, timeout_ms: int | None = None) -> None:
-        """Open a session stream on `server` and make it this session's (answered
-        within `timeout_ms`, callTimeout by default)."""
+    async def _start_stream(self, server: Server, timeout_ms: int | None = None, *, adopt: bool = True) -> _Stream:
+        """Open a session stream on `server`, answered within `timeout_ms` (callTimeout
+        by default), and make it this session's; with `adopt` false (a planned move)
+        the caller adopts it once the old one can be left, and the old one carries on meanwhile."""
         call = self._connection._node(server).broker.Session(metadata=self._metadata)
-        self._call = call
-        self._outq = asyncio.Queue()
+        outq: asyncio.Queue[bpb.SessionRequest | None] = asyncio.Queue()
+        if adopt:
+            self._call, self._outq = call, outq
+        else:
+            self._opening = call  # its reader's "opened" and its end reach this opening (_dispatch_aside)
         opened = self._expect("opened", 0)
+        stream = _Stream(call, outq)
         try:
-            await call.write(
-                bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted))
-            )
-        except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
-            self._calls.clear()
-            call.cancel()
-            err = from_rpc_error(exc)
-            if err.reason is Reason.INTERNAL:
-                # grpc.aio fails the first write of a stream that could not start ("Internal error
-                # from Core", e.g. its node was just killed) without saying why: the node is unreachable.
-                err = ConnectionFailedError(f"cannot open a session on {server.target}: {exc.details()}")
-            raise err from None
-        self._tasks = [asyncio.create_task(self._read(call)), asyncio.create_task(self._write(call, self._outq))]
-        resp = await self._wait(opened, timeout_ms)
-        self.server = server
-        self.node_id, self.session_id = resp.node_id, resp.session_id
+            try:
+                await call.write(
+                    bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted))
+                )
+            except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
+                self._calls.pop(("opened", 0), None)
+                call.cancel()
+                err = from_rpc_error(exc)
+                if err.reason is Reason.INTERNAL:
+                    # grpc.aio fails the first write of a stream that could not start ("Internal error
+                    # from Core", e.g. its node was just killed) without saying why: the node is unreachable.
+                    err = ConnectionFailedError(f"cannot open a session on {server.target}: {exc.details()}")
+                raise err from None
+            stream.tasks = [asyncio.create_task(self._read(call)), asyncio.create_task(self._write(call, outq))]
+            if adopt:
+                self._tasks = stream.tasks
+            try:
+                resp = await self._wait(opened, timeout_ms)
+            except BaseException:
+                if not adopt:
+                    self._calls.pop(("opened", 0), None)
+                    stream.discard()
+                raise
+        finally:
+            if not adopt:
+                self._opening = None
+        stream.node_id, stream.session_id = resp.node_id, resp.session_id
+        if adopt:
+            self.server = server
+            self.node_id, self.session_id = resp.node_id, resp.session_id
+        return stream
 
     # ------------------------------------------------------------ plumbing
 
@@ -170,7 +238,10 @@ class Session:
     async def _read(self, call: grpc.aio.StreamStreamCall) -> None:
         try:
             async for resp in call:
-                self._dispatch(resp)
+                if call is self._call:
+                    self._dispatch(resp)
+                else:
+                    self._dispatch_aside(call, resp)
             self._lost(call, ConnectionFailedError("the router closed the session"))
         except grpc.RpcError as exc:
             self._lost(call, from_rpc_error(exc))
@@ -184,7 +255,10 @@ class Session:
 
     def _lost(self, call: grpc.aio.StreamStreamCall, err: MeshMQError) -> None:
         """The stream `call` ended with `err`: fail over if allowed, else fail."""
-        if call is not self._call or self._closed or self._failure is not None:
+        if call is not self._call:
+            self._lost_aside(call, err)
+            return
+        if self._closed or self._failure is not None:
             return  # an old stream's end, or nothing left to save
         if not self.session_id:
             self._fail(err)  # never opened: Connection.session tries the next node instead
@@ -284,16 +358,25 @@ class Session:
                 await self._connection._admin(self.server).create_queue(name, **spec)
             except QueueExistsError:
                 pass  # a node that kept it (the same node after a transient break)
-        waits = []
+        waits = self._queue_creates()
+        self._ready.set()
+        for p in self._producers.values():
+            p._send_again()
+        await self._await_creates(waits)
+
+    def _queue_creates(self) -> list[tuple[Producer | Consumer, asyncio.Future]]:
+        """Queue this session's producers and consumers on its (new) stream, ahead
+        of anything else, so the router knows them first; the futures of their answers."""
+        waits: list[tuple[Producer | Consumer, asyncio.Future]] = []
         for p in self._producers.values():
             waits.append((p, self._expect("producer_created", p.id)))
             self._outq.put_nowait(bpb.SessionRequest(create_producer=p._create_request()))
         for c in self._consumers.values():
             waits.append((c, self._expect("consumer_created", c.id)))
             self._outq.put_nowait(bpb.SessionRequest(create_consumer=c._create_request()))
-        self._ready.set()
-        for p in self._producers.values():
-            p._send_again()
+        return waits
+
+    async def _await_creates(self, waits: list[tuple[Producer | Consumer, asyncio.Future]]) -> None:
         for owner, fut in waits:
             try:
                 created = await self._wait(fut)
@@ -306,6 +389,185 @@ class Session:
                 owner.queue = created.queue
         for c in self._consumers.values():
             c._on_ready()
+
+    # ------------------------------------------------------------ planned moves (rebalancing)
+
+    def request_move(self, server: Server) -> None:
+        """Move this session to `server` at its next quiet moment within callTimeout
+        (Connection's rebalance asks; a later request replaces an earlier one)."""
+        self._move_target = server
+        self._move_until = asyncio.get_running_loop().time() + self.options.callTimeout / 1000
+        self._try_move()
+
+    def _movable(self) -> bool:
+        """Whether the session can move now without the application noticing: its stream
+        is up and settled into (no failover, no earlier move still settling), no large
+        message is half sent, and a transacted session is between transactions with
+        nothing handed unsettled (a transaction cannot span two nodes). A session that owns
+        temporary or non-durable queues stays: their messages would not come along."""
+        if (self._closed or self._failure is not None or not self._ready.is_set() or self._recovery is not None
+                or self._old is not None or self._ending or self._volatile_queues):
+            return False
+        if any(p._large_sending for p in self._producers.values()):
+            return False
+        if any(c._request.address and not c._request.subscription for c in self._consumers.values()):
+            return False
+        if self.transacted and (self._tx_work or any(c._unsettled > 0 for c in self._consumers.values())):
+            return False
+        return True
+
+    def _try_move(self) -> None:
+        """Start the requested move if the session can move now (called again when
+        what stood in the way ends: a transaction, a large send, the last move's settling)."""
+        target = self._move_target
+        if target is None or self._moving is not None:
+            return
+        if target == self.server or asyncio.get_running_loop().time() > self._move_until:
+            self._move_target = None
+            return
+        if self._movable():
+            self._moving = asyncio.create_task(self._move(target))
+
+    async def _move(self, server: Server) -> None:
+        try:
+            await self.move_to(server)
+        except MeshMQError as exc:
+            log.info("session %s stays on %s: %s", self.session_id, self.server.target, exc)
+        finally:
+            self._moving = None
+        # Moved, or the target would not have it: done. Work that began while the new stream
+        # opened keeps the request for the next quiet moment (_try_move).
+        if self._move_target is server and (self.server == server or self._movable()):
+            self._move_target = None
+
+    async def move_to(self, server: Server) -> bool:
+        """Move to `server` now if the session is movable (_movable); False if it is not,
+        or `server` did not answer or lacks a queue the session consumes from.
+
+        The new stream opens while the old one carries on; then, with no await in
+        between, the old node is told to give back what the consumers buffered unseen
+        (it keeps what was handed, for the acks still to come on the old stream), and
+        the producers and consumers are created on the new stream ahead of anything
+        the application sends next. No call is unblocked and nothing is redelivered.
+        """
+        if not self._movable() or server == self.server:
+            return False
+        for c in self._consumers.values():
+            if c._request.queue and await self._connection._admin(server).queue(c._request.queue) is None:
+                log.info("session %s stays on %s: %s has no queue %r", self.session_id, self.server.target,
+                         server.target, c._request.queue)
+                return False
+        try:
+            stream = await self._start_stream(server, adopt=False)
+        except MeshMQError as exc:
+            log.info("session %s stays on %s: %s", self.session_id, self.server.target, exc)
+            return False
+        if not self._movable():  # the old stream failed, or work began, while the new one opened
+            stream.discard()
+            return False
+        # From here to the creates on the new stream: no await.
+        self._flush_acks()
+        for p in self._producers.values():
+            p._flush()
+        old_stream = _Stream(self._call, self._outq)
+        old_stream.tasks = self._tasks
+        old = _OldStream(old_stream, self.server, {p: set(p._inflight) for p in self._producers.values()})
+        for c in self._consumers.values():
+            old_stream.outq.put_nowait(bpb.SessionRequest(close_consumer=c._hand_over()))
+        self._old = old
+        self._call, self._outq, self._tasks = stream.call, stream.outq, stream.tasks
+        left = self.server
+        self.server = server
+        self.node_id, self.session_id = stream.node_id, stream.session_id
+        waits = self._queue_creates()
+        asyncio.create_task(self._retire(old))
+        self.moves += 1
+        log.info("session %s moved from %s to %s (rebalance)", self.session_id, left.target, server.target)
+        await self._await_creates(waits)
+        return True
+
+    async def _retire(self, old: _OldStream) -> None:
+        """End the stream a move left once it owes nothing, or after callTimeout."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.options.callTimeout / 1000
+        while old is self._old and old.owes(self._consumers.values()) and loop.time() < until:
+            old.changed.clear()
+            try:
+                await asyncio.wait_for(old.changed.wait(), until - loop.time())
+            except asyncio.TimeoutError:
+                break
+        if old is self._old:
+            self._end_old_stream()
+        self._try_move()
+
+    def _end_old_stream(self) -> None:
+        """End the old stream gracefully: its node gives back what is still unacked."""
+        old, self._old = self._old, None
+        if old is None:
+            return
+        old.stream.outq.put_nowait(None)
+        for c in self._consumers.values():
+            c._forget_old_stream()
+        # Batches it never confirmed: their outcome is unknown (the node ends the session
+        # only after its sends settle, so this is rare: callTimeout passed without a confirm).
+        left = {p: ids for p, ids in old.batches.items() if ids & p._inflight.keys()}
+        if left:
+            err = UnblockedError(f"the session moved from {old.server.target} before these sends were confirmed; "
+                                 "their outcome is unknown")
+            for p, ids in left.items():
+                p._on_old_stream_lost(ids, err)
+
+    def _settle_on_old_stream(self, consumer_id: int, delivery_id: int, *, nack: bool) -> bool:
+        """Send an ack (or nack) of a message handed before a planned move to the stream it came on."""
+        old = self._old
+        if old is None:
+            return False
+        ids = [delivery_id]
+        req = (bpb.SessionRequest(nack=bpb.NackBatch(consumer_id=consumer_id, delivery_ids=ids)) if nack
+               else bpb.SessionRequest(ack=bpb.AckBatch(consumer_id=consumer_id, delivery_ids=ids)))
+        old.stream.outq.put_nowait(req)
+        return True
+
+    def _old_stream_settled(self) -> None:
+        if self._old is not None:
+            self._old.changed.set()
+
+    def _dispatch_aside(self, call: grpc.aio.StreamStreamCall, resp: bpb.SessionResponse) -> None:
+        """A response on a stream that is not the session's current one: the answer of a
+        stream being opened for a move, or what the stream a move left still sends
+        (confirms and errors of its sends count; deliveries there were given back)."""
+        kind = resp.WhichOneof("kind")
+        if kind == "opened" and call is self._opening:
+            fut = self._calls.pop(("opened", 0), None)
+            if fut is not None and not fut.done():
+                fut.set_result(resp.opened)
+            return
+        old = self._old
+        if old is None or call is not old.stream.call:
+            return
+        if kind == "confirm":
+            p = self._producers.get(resp.confirm.producer_id)
+            if p is not None:
+                p._on_confirm(resp.confirm)
+            old.changed.set()
+        elif kind == "error" and resp.error.producer_id in self._producers:
+            self._producers[resp.error.producer_id]._on_error(
+                resp.error.request_id, error_for(resp.error.reason, resp.error.message))
+            old.changed.set()
+
+    def _lost_aside(self, call: grpc.aio.StreamStreamCall, err: MeshMQError) -> None:
+        """A stream other than the current one ended: a stream opened for a move (the
+        move fails), or the one a move left (what it owed is unknown now)."""
+        if call is self._opening:
+            fut = self._calls.pop(("opened", 0), None)
+            if fut is not None and not fut.done():
+                fut.set_exception(err)
+            return
+        old = self._old
+        if old is not None and call is old.stream.call:
+            log.info("the stream session %s left on %s ended: %s", self.session_id, old.server.target, err)
+            self._end_old_stream()
+            old.changed.set()
 
     def _dispatch(self, resp: bpb.SessionResponse) -> None:
         kind = resp.WhichOneof("kind")
@@ -495,6 +757,7 @@ class Session:
         finally:
             self._ending = ""
         self._tx_work = self._rollback_only = False
+        self._try_move()
 
     def _forget_consumer(self, cid: int) -> None:
         self._consumers.pop(cid, None)
@@ -510,6 +773,9 @@ class Session:
         if recovering:
             self._recovery.cancel()
             self._recovery = None
+        self._move_target = None
+        if self._moving is not None:
+            self._moving.cancel()
         if self._failure is None and self._ready.is_set() and not recovering:
             self._flush_acks()
             for p in list(self._producers.values()):
@@ -518,6 +784,7 @@ class Session:
                 except MeshMQError:
                     pass
         self._closed = True
+        self._end_old_stream()
         if self._failure is None and (recovering or not self._ready.is_set()):
             # Closed while failing over: what an idempotent producer kept to send again never will be.
             closed = UnblockedError("the session was closed while it failed over; its outcome is unknown")

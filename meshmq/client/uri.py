@@ -283,8 +283,13 @@ _FAILOVER_DEFAULTS = {
     "updateClusterClients": "false",
 }
 _FAILOVER_ALIASES = {"backOffMultiplier": "reconnectDelayExponent"}
-# Accepted only at their defaults (false / empty): meshmq has no way to move a session that works.
-_FAILOVER_UNSUPPORTED = ("rebalanceClusterClients", "priorityBackup", "priorityURIs")
+# Accepted only at their defaults (false / empty), each refused with why.
+_FAILOVER_UNSUPPORTED = {
+    "rebalanceClusterClients": "it is a node setting (as in ActiveMQ, a transportConnector attribute): set "
+    "rebalance-cluster-clients: true in the nodes' config, and clients with updateClusterClients=true follow it",
+    "priorityBackup": "a session stays on the node it failed over to until that node fails",
+    "priorityURIs": "a session stays on the node it failed over to until that node fails",
+}
 
 
 def _failover_options(query: str, whole: str) -> tuple[str, bool]:
@@ -298,8 +303,7 @@ def _failover_options(query: str, whole: str) -> tuple[str, bool]:
         elif key in _FAILOVER_UNSUPPORTED:
             if raw.lower() not in ("false", ""):
                 raise InvalidRequestError(
-                    f"failover option {key}={raw} in {whole!r} is not supported: a session stays on its node until "
-                    "that node fails; new sessions balance over the pushed topology (updateClusterClients=true)"
+                    f"failover option {key}={raw} in {whole!r} is not supported: {_FAILOVER_UNSUPPORTED[key]}"
                 )
         else:
             rest.append(f"{key}={raw}")

@@ -39,6 +39,11 @@ CLUSTER_PASSWORD: Final = None
 # logs a warning at every start. tests/unit/test_cluster_identity.py checks the docs against this list.
 EXAMPLE_CLUSTER_PASSWORDS: Final = frozenset({"CHANGE ME!!", "change-me-cluster-secret"})
 
+# rebalance-cluster-clients: when a node joins, ask connected clients to spread their sessions over the
+# cluster again (ActiveMQ's transportConnector rebalanceClusterClients; one setting per node here, since
+# every acceptor pushes the same topology). Off: sessions stay where they are; new ones balance.
+REBALANCE_CLUSTER_CLIENTS: Final = False
+
 # --- acceptors (the router's gRPC server) ----------------------------------
 
 # acceptors[].name: the name of the default acceptor.

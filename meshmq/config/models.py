@@ -960,6 +960,7 @@ class BrokerConfig(_Model):
     cluster_user: NonEmptyStr = defaults.CLUSTER_USER
     cluster_password: NonEmptyStr | None = defaults.CLUSTER_PASSWORD
     acceptors: tuple[Acceptor, ...] = Field(default_factory=lambda: (Acceptor(),))
+    rebalance_cluster_clients: bool = defaults.REBALANCE_CLUSTER_CLIENTS
     journal: Journal = Field(default_factory=Journal)
     addresses: Annotated[dict[NonEmptyStr, Address], BeforeValidator(_none_values_to_empty)] = Field(
         default_factory=dict

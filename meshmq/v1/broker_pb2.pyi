@@ -222,12 +222,14 @@ class NackBatch(_message.Message):
     def __init__(self, consumer_id: _Optional[int] = ..., delivery_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CloseConsumer(_message.Message):
-    __slots__ = ("consumer_id", "last_handed_delivery_id")
+    __slots__ = ("consumer_id", "last_handed_delivery_id", "keep_handed")
     CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HANDED_DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_HANDED_FIELD_NUMBER: _ClassVar[int]
     consumer_id: int
     last_handed_delivery_id: int
-    def __init__(self, consumer_id: _Optional[int] = ..., last_handed_delivery_id: _Optional[int] = ...) -> None: ...
+    keep_handed: bool
+    def __init__(self, consumer_id: _Optional[int] = ..., last_handed_delivery_id: _Optional[int] = ..., keep_handed: _Optional[bool] = ...) -> None: ...
 
 class TxRequest(_message.Message):
     __slots__ = ("request_id", "handed")

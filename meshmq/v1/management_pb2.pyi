@@ -92,12 +92,14 @@ class TopologyMember(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., connector: _Optional[str] = ..., backup_connector: _Optional[str] = ..., group_name: _Optional[str] = ...) -> None: ...
 
 class Topology(_message.Message):
-    __slots__ = ("members", "version")
+    __slots__ = ("members", "version", "rebalance")
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    REBALANCE_FIELD_NUMBER: _ClassVar[int]
     members: _containers.RepeatedCompositeFieldContainer[TopologyMember]
     version: int
-    def __init__(self, members: _Optional[_Iterable[_Union[TopologyMember, _Mapping]]] = ..., version: _Optional[int] = ...) -> None: ...
+    rebalance: int
+    def __init__(self, members: _Optional[_Iterable[_Union[TopologyMember, _Mapping]]] = ..., version: _Optional[int] = ..., rebalance: _Optional[int] = ...) -> None: ...
 
 class GetNodeInfoRequest(_message.Message):
     __slots__ = ()

@@ -101,3 +101,17 @@ class ServerConsumer:
         self.delivering.clear()
         self.pending.clear()
         return refs
+
+    def take_unhanded(self, last_handed: int | None) -> list[Ref]:
+        """The deliveries after `last_handed` (never handed to the application),
+        taken back without counting an attempt; the handed ones stay for their acks."""
+        if last_handed is None:
+            return []
+        unseen = [did for did in self.delivering if did > last_handed]
+        refs = []
+        for did in unseen:
+            ref = self.delivering.pop(did)
+            ref.delivery_count -= 1
+            refs.append(ref)
+        self.pending.clear()
+        return refs

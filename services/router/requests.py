@@ -68,6 +68,8 @@ class CloseConsumer:
     consumer_id: int
     # Deliveries after this one were never handed to the application (None: unknown, all count).
     last_handed: int | None = None
+    # Moving to another node: keep the handed ones for their acks (until the session ends).
+    keep_handed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,8 @@ def _convert(req: bpb.SessionRequest, kind: str):
         return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type)
     if kind == "close_consumer":
         c = req.close_consumer
-        return CloseConsumer(c.consumer_id, c.last_handed_delivery_id if c.HasField("last_handed_delivery_id") else None)
+        last_handed = c.last_handed_delivery_id if c.HasField("last_handed_delivery_id") else None
+        return CloseConsumer(c.consumer_id, last_handed, c.keep_handed)
     if kind == "close_producer":
         return CloseProducer(req.close_producer.producer_id)
     if kind == "commit":

@@ -141,7 +141,7 @@ class RouterNode:
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []
-        self.topology = ClientTopology()
+        self.topology = ClientTopology(rebalance_on_join=config.rebalance_cluster_clients)
         self._reaper: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None

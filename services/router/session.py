@@ -419,16 +419,20 @@ class ServerSession:
     def _on_close_consumer(self, cmd: rq.CloseConsumer) -> None:
         c = self.consumers.get(cmd.consumer_id)
         if c is not None:
-            self._close_consumer(c, cmd.last_handed)
+            self._close_consumer(c, cmd.last_handed, keep_handed=cmd.keep_handed)
 
-    def _close_consumer(self, c: ServerConsumer, last_handed: int | None = None) -> None:
+    def _close_consumer(self, c: ServerConsumer, last_handed: int | None = None, *, keep_handed: bool = False) -> None:
+        """Detach `c` from its queue and give back what it holds; with `keep_handed`
+        (the client moves it to another node) what the application was handed stays
+        for its acks, and the session's end gives back whatever is still unacked."""
         c.closed = True
-        self.consumers.pop(c.id, None)
+        if not keep_handed:
+            self.consumers.pop(c.id, None)
         q = c.queue
         if c in q.consumers:
             q.consumers.remove(c)
             self.broker.consumer_detached(q)
-        self.broker.cancel_in_order(c.take_back(last_handed))
+        self.broker.cancel_in_order(c.take_unhanded(last_handed) if keep_handed else c.take_back(last_handed))
         self.broker.maybe_auto_delete(q)
         if not q.deleted:
             self.broker.schedule_dispatch(q)

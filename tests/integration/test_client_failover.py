@@ -70,6 +70,42 @@ async def test_a_session_reattaches_to_its_node_when_it_comes_back_and_gets_its_
         await conn.close()
 
 
+async def test_acking_in_a_transaction_a_message_handed_before_a_failover_rolls_the_transaction_back(nodes):
+    """Its delivery id was the old stream's: sent on the new one it named another message
+    there (here b, which the application never acknowledged) and the commit took that one."""
+    from meshmq.errors import TransactionRolledBackError
+
+    node = nodes.router("txstale", extra=on_port(free_port()))
+    await send(node.url, "a", "b")
+    conn = await connect(f"{node.url}?reconnectAttempts=-1&retryInterval=100&maxRetryInterval=300")
+    events = []
+    conn.add_failover_listener(lambda event, err: events.append(event))
+    try:
+        session = await conn.session(transacted=True)
+        consumer = await session.create_consumer(QUEUE, window_size=0)
+        first = await consumer.receive(5)
+        assert first.body == b"a"  # handed; the transaction has no work yet
+        await asyncio.to_thread(node.kill9)
+        await eventually(lambda: events == [FailoverEventType.FAILURE_DETECTED], 10, "the failure to be seen")
+        await asyncio.to_thread(node.start)
+        await eventually(lambda: len(events) == 2, 15, "the session to reattach")
+        async with await connect(node.url) as other:  # someone else takes a meanwhile
+            taker = await (await other.session()).create_consumer(QUEUE, window_size=0)
+            a = await taker.receive(5)
+            assert a.body == b"a"
+            a.ack()
+            await taker.close()
+        second = await consumer.receive(15)
+        assert second.body == b"b"  # the first delivery on the new stream
+        first.ack()  # from before the failover
+        with pytest.raises(TransactionRolledBackError):
+            await session.commit()
+        async with await connect(node.url) as check:
+            assert (await check.admin.queue(QUEUE)).message_count == 1  # b was not taken with it
+    finally:
+        await conn.close()
+
+
 async def test_a_failover_uri_moves_the_session_to_the_next_listed_node(nodes):
     a = nodes.router("fa", extra=on_port(free_port()))
     b = nodes.router("fb", extra=on_port(free_port()))

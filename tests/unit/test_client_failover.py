@@ -135,7 +135,7 @@ def test_activemq_failover_options_as_given():
     ("failover:meshmq://h1:1", r"expected failover:\("),
     ("failover:(meshmq://h1:1)?randomize=perhaps", "randomize"),
     ("failover:(meshmq://h1:1)?maxReconnectAttempts=x", "maxReconnectAttempts"),
-    ("failover:(meshmq://h1:1)?rebalanceClusterClients=true", "rebalanceClusterClients"),
+    ("failover:(meshmq://h1:1)?rebalanceClusterClients=true", "rebalanceClusterClients=true .* rebalance-cluster-clients"),
     ("failover:(meshmq://h1:1)?nosuchOption=1", "nosuchOption"),
     ("failover:(tcp://h1:61616)", "unsupported URI scheme"),
 ])
