@@ -706,19 +706,15 @@ class SharedStoreMaster(_Model):
 
 
 class SharedStoreSlave(_Model):
-    """``ha-policy.shared-store.slave``: a backup waiting for the store's lease."""
+    """``ha-policy.shared-store.slave``: a backup waiting for the store's lease.
+    With `scale-down`, a backup that takes the store over moves every message to
+    another live at once and stops, instead of serving (Artemis's "Scale Down and
+    Backups"; services/router/service.py)."""
 
     allow_failback: bool = defaults.HA_ALLOW_FAILBACK
     failover_on_shutdown: bool = defaults.HA_FAILOVER_ON_SHUTDOWN
     restart_backup: bool = defaults.HA_RESTART_BACKUP
     scale_down: ScaleDown | None = None
-
-    @model_validator(mode="after")
-    def _check_built(self) -> SharedStoreSlave:
-        if self.scale_down is not None:
-            _raise_issues([(("scale-down",), "not built yet for a shared-store slave (a backup that scales "
-                                             "down after failover); use live-only scale-down")])
-        return self
 
 
 class SharedStore(_Model):
@@ -1050,7 +1046,8 @@ class BrokerConfig(_Model):
         sd = self.scale_down
         if sd is not None:
             issues: list[tuple[RelPath, str]] = []
-            where = ("ha-policy", "live-only", "scale-down")
+            where = (("ha-policy", "shared-store", "slave", "scale-down") if self.scales_down_on_activation
+                     else ("ha-policy", "live-only", "scale-down"))
             for index, ref in enumerate(sd.connectors):
                 if ref not in self.connectors:
                     issues.append(((*where, "connectors", index), f"no connector named {ref!r}"))
@@ -1082,10 +1079,17 @@ class BrokerConfig(_Model):
 
     @property
     def scale_down(self) -> ScaleDown | None:
-        """The enabled scale-down policy, or None."""
-        lo = self.ha_policy.live_only
-        sd = lo.scale_down if lo is not None else None
+        """The enabled scale-down policy (live-only, or a shared-store slave's), or None."""
+        lo, ss = self.ha_policy.live_only, self.ha_policy.shared_store
+        sd = lo.scale_down if lo is not None else ss.slave.scale_down if ss is not None and ss.slave else None
         return sd if sd is not None and sd.enabled else None
+
+    @property
+    def scales_down_on_activation(self) -> bool:
+        """A shared-store slave that scales down as soon as it takes the store over
+        (live-only scales down when it stops)."""
+        ss = self.ha_policy.shared_store
+        return self.scale_down is not None and ss is not None and ss.slave is not None
 
     @model_validator(mode="after")
     def _check_security(self) -> BrokerConfig:

@@ -246,8 +246,8 @@ class RouterNode:
 
     async def scale_down(self) -> None:
         """ha-policy live-only scale-down: everything to another node (raises ScaleDownFailed)."""
-        await self.cluster.stop()  # its links would forward on their own meanwhile
         endpoint, node_id = await choose_target(self.config, self.broker, self.endpoints)
+        await self.cluster.stop()  # its links would forward on their own meanwhile
         await self.close_sessions(bpb.Redirect(node_id=node_id, connector=endpoint, reason="scale-down"))
         await scale_down(self.config, self.broker, endpoint)
 

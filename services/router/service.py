@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from meshmq.activation import FAILED_BACK, LEASE_LOST, Activation
 from meshmq.config.models import BrokerConfig
@@ -95,9 +95,15 @@ async def run_router(
     held = asyncio.create_task(activation.held()) if activation is not None else asyncio.create_task(_forever())
     naming = asyncio.create_task(_name_backup(activation, node, membership)) if activation is not None else None
     failed_scale_down: ScaleDownFailed | None = None
+    if config.scales_down_on_activation:
+        serving = asyncio.create_task(_scale_down_on_activation(node, lambda: first_done(stopped, lost, held)))
+    else:
+        serving = asyncio.create_task(first_done(stopped, lost, held))
     try:
-        await until_signalled(asyncio.create_task(first_done(stopped, lost, held)))
+        await until_signalled(serving)
     finally:
+        finished = serving.done() and not serving.cancelled() and serving.exception() is None
+        scaled_down = finished and serving.result() is True
         log.info("stopping")
         stopped.cancel()
         if naming is not None:
@@ -105,7 +111,7 @@ async def run_router(
         outcome = held.result() if held.done() and not held.cancelled() else None
         held.cancel()
         await membership.stop()
-        if config.scale_down is not None and not node.broker.halted.is_set():
+        if config.scale_down is not None and not config.scales_down_on_activation and not node.broker.halted.is_set():
             try:
                 await node.scale_down()
             except ScaleDownFailed as exc:
@@ -118,7 +124,8 @@ async def run_router(
         await journal.close()
         if activation is not None and outcome != LEASE_LOST and not node.broker.halted.is_set():
             policy = config.ha_policy.shared_store
-            await activation.release(failover=policy is not None and policy.failover_on_shutdown,
+            # A backup that scaled down leaves the (emptied) store to its live: backups do not take it again.
+            await activation.release(failover=policy is not None and policy.failover_on_shutdown and not scaled_down,
                                      failback=outcome == FAILED_BACK)
     if failed_scale_down is not None:
         raise failed_scale_down
@@ -130,6 +137,21 @@ async def run_router(
     if node.broker.halted.is_set():
         raise NodeHalted(node.broker.halt_reason)
     return outcome
+
+
+async def _scale_down_on_activation(node: RouterNode, serve: Callable[[], Awaitable]) -> bool:
+    """A shared-store slave with scale-down that took the store over (Artemis's "Scale Down
+    and Backups"): every message goes to another live at once, clients are told to
+    reconnect there, and the node stops (True). If no node can take them, it serves them
+    itself rather than leave them unavailable (False once it stops serving)."""
+    try:
+        await node.scale_down()
+    except ScaleDownFailed as exc:
+        log.error("scale-down after taking over the store failed: %s. Serving the store instead", exc)
+        await serve()
+        return False
+    log.info("scaled down after taking over the store; stopping (the store is left for its live)")
+    return True
 
 
 async def _name_backup(activation: Activation, node: RouterNode, membership: RouterMembership) -> None:

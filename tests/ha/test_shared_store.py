@@ -290,3 +290,33 @@ async def test_a_backup_on_port_0_waits_again_on_the_same_port_after_failing_bac
     await eventually(lambda: log_has(backup, "waiting as backup"), 20, "the backup to wait again")
     refused = await node_info(backup)  # on the endpoint it reported at its start
     assert isinstance(refused, NotActiveError), refused
+
+
+async def test_a_backup_with_scale_down_moves_the_store_to_another_live_when_it_takes_over(nodes, pg_url):
+    """Artemis's "Scale Down and Backups": instead of serving, the backup that took the
+    store over sends every message to another live at once and stops; the store is left
+    (empty) for its live, which a restart takes back."""
+    other_port = free_port()
+    other = nodes.router("other", extra=(f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {other_port}}}\n"
+                                         f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"))
+    live = node(nodes, "live", pg_url, "master")
+    backup = node(nodes, "backup", pg_url, "slave", "scale-down: {connectors: [other]}",
+                  extra=f"connectors:\n  other: 127.0.0.1:{other_port}\n")
+    await send(live, 0, 200)
+    await asyncio.to_thread(live.kill9)
+    exited = await asyncio.to_thread(backup.proc.wait, 60)
+    assert exited == 0, backup.log_tail()
+    assert log_has(backup, "scaled down 200 messages to")
+    assert await drain(other, 200) == list(range(200))  # every confirmed message, in order
+    await asyncio.to_thread(live.start)  # the live takes its (now empty) store back
+    assert await drain(live, 0) == []
+
+
+async def test_a_backup_whose_scale_down_finds_no_node_serves_the_store_itself(nodes, pg_url):
+    live = node(nodes, "live", pg_url, "master")
+    backup = node(nodes, "backup", pg_url, "slave", "scale-down: {connectors: [nobody]}",
+                  extra=f"connectors:\n  nobody: 127.0.0.1:{free_port()}\n")
+    await send(live, 0, 50)
+    await asyncio.to_thread(live.kill9)
+    await eventually(lambda: log_has(backup, "Serving the store instead"), 30, "the scale-down to fail")
+    assert await drain(backup, 50) == list(range(50))
