@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import signal
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,13 +68,25 @@ async def first_done(*tasks: asyncio.Task) -> None:
     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
 
 
+_stop_requests: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = weakref.WeakKeyDictionary()
+
+
+def _stop_requested() -> asyncio.Event:
+    """Set by the first SIGINT or SIGTERM this process gets, and set for good: every
+    wait for a signal sees it, however many servers the process runs (colocated
+    backups) and whenever each starts waiting (a signal between two waits is not lost)."""
+    loop = asyncio.get_running_loop()
+    stop = _stop_requests.get(loop)
+    if stop is None:
+        stop = _stop_requests[loop] = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
 async def until_signalled(extra: asyncio.Future | None = None) -> None:
     """Until SIGINT or SIGTERM (or `extra` completes)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    waiters = [asyncio.create_task(stop.wait())]
+    waiters = [asyncio.create_task(_stop_requested().wait())]
     if extra is not None:
         waiters.append(extra)
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)

@@ -48,6 +48,7 @@ async def run_router(
     from services.ha_coordinator.shared_store import SharedStoreLease
 
     lease = SharedStoreLease(config)
+    hosting, colocation = _colocation(config)
 
     def keep_ports(bound: BrokerConfig) -> None:
         """Acceptor ports picked at the first run (port 0) stay the node's for the next."""
@@ -57,11 +58,40 @@ async def run_router(
     try:
         while True:
             outcome = await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready,
-                                activation=lease, on_bound=keep_ports)
+                                activation=lease, on_bound=keep_ports, **colocation)
             if outcome != FAILED_BACK or policy.slave is None or not policy.slave.restart_backup:
                 return
     finally:
+        if hosting is not None:
+            await hosting.close()
         await lease.close()
+
+
+def _colocation(config: BrokerConfig) -> tuple:
+    """ha-policy shared-store colocated: the backups this node hosts for other lives
+    (each a shared-store slave run by run_router beside it), and its own request for
+    one; (ColocatedBackups or None, run_router's keyword arguments)."""
+    if config.ha_policy.shared_store.colocated is None:
+        return None, {}
+    from services.ha_coordinator.colocated import ColocatedBackups
+    from services.router.cluster.link_identity import link_identity
+
+    hosting = ColocatedBackups(config, run_backup=lambda backup, on_ready: run_router(backup, on_ready=on_ready))
+
+    async def on_active(node) -> None:
+        hosting.node_id, hosting.endpoint = node.broker.node_id, node.endpoints[0]
+        if not hosting.colocated.request_backup:
+            return
+        static = [config.connectors[ref] for cc in config.cluster_connections.values()
+                  for ref in cc.static_connectors or ()]
+
+        def candidates() -> list[str]:
+            members = [m.connector for m in node.topology.snapshot().members if m.node_id != node.broker.node_id]
+            return list(dict.fromkeys(members + static))
+
+        await hosting.request_backup(candidates, link_identity(config))
+
+    return hosting, {"backup_requests": hosting.handle, "on_active": on_active}
 
 
 async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,

@@ -171,6 +171,15 @@ HA_WAIT_FOR_ACTIVATION: Final = True
 HA_ALLOW_FAILBACK: Final = True
 # slave restart-backup: a backup stopped by failback goes back to waiting as a backup.
 HA_RESTART_BACKUP: Final = True
+# ha-policy.shared-store.colocated (Artemis's colocated policy): whether this live asks another live to
+# host a backup of it, how many times (-1 = without end) and how often (ms); how many backups this node
+# hosts for others; how far each hosted backup's acceptor and connector ports sit from this node's
+# (the n-th backup: n * offset).
+HA_COLOCATED_REQUEST_BACKUP: Final = False
+HA_COLOCATED_BACKUP_REQUEST_RETRIES: Final = -1
+HA_COLOCATED_BACKUP_REQUEST_RETRY_INTERVAL: Final = 5000
+HA_COLOCATED_MAX_BACKUPS: Final = 1
+HA_COLOCATED_BACKUP_PORT_OFFSET: Final = 100
 # replication initial-replication-sync-timeout: the longest the live holds its writes while a backup's copy is made (ms).
 HA_INITIAL_REPLICATION_SYNC_TIMEOUT: Final = 30000
 # replication backup max-saved-replicated-journals-size: former replicas kept (oldreplica.N) when a backup syncs again.

@@ -717,22 +717,44 @@ class SharedStoreSlave(_Model):
     scale_down: ScaleDown | None = None
 
 
+class ColocatedSharedStore(_Model):
+    """``ha-policy.shared-store.colocated``: this node is the live (`master`) of its
+    own store and hosts, in its process, backups (`slave`) of other lives' stores
+    when they ask (services/ha-coordinator/colocated.py)."""
+
+    request_backup: bool = defaults.HA_COLOCATED_REQUEST_BACKUP
+    backup_request_retries: Annotated[int, Field(ge=-1)] = defaults.HA_COLOCATED_BACKUP_REQUEST_RETRIES
+    backup_request_retry_interval: Annotated[int, Field(gt=0)] = defaults.HA_COLOCATED_BACKUP_REQUEST_RETRY_INTERVAL
+    max_backups: Annotated[int, Field(ge=0)] = defaults.HA_COLOCATED_MAX_BACKUPS
+    backup_port_offset: Annotated[int, Field(gt=0, le=65535)] = defaults.HA_COLOCATED_BACKUP_PORT_OFFSET
+    # Connectors (by name) whose ports a hosted backup keeps: those of other nodes.
+    excludes: tuple[NonEmptyStr, ...] = ()
+    master: SharedStoreMaster = Field(default_factory=SharedStoreMaster)
+    slave: SharedStoreSlave = Field(default_factory=SharedStoreSlave)
+
+
 class SharedStore(_Model):
     """``ha-policy.shared-store``: live and backups share one PostgreSQL store;
     whoever holds its lease is active (services/ha-coordinator/shared_store.py)."""
 
     master: SharedStoreMaster | None = None
     slave: SharedStoreSlave | None = None
+    colocated: ColocatedSharedStore | None = None
 
     @model_validator(mode="after")
     def _one_role(self) -> SharedStore:
-        if (self.master is None) == (self.slave is None):
-            _raise_issues([((), "give exactly one of master (the live) and slave (a backup)")])
+        if sum(role is not None for role in (self.master, self.slave, self.colocated)) != 1:
+            _raise_issues([((), "give exactly one of master (the live), slave (a backup) and colocated "
+                                "(a live that hosts backups of other lives)")])
         return self
+
+    def own(self) -> SharedStore:
+        """The policy of this node's own store: a colocated node is its master."""
+        return SharedStore(master=self.colocated.master) if self.colocated is not None else self
 
     @property
     def failover_on_shutdown(self) -> bool:
-        role = self.master if self.master is not None else self.slave
+        role = self.master or self.slave or self.colocated.master
         return role.failover_on_shutdown
 
 
@@ -863,7 +885,7 @@ class Replication(_Model):
 class HaPolicy(_Model):
     """``ha-policy``: live-only (with scale-down), shared-store, or replication
     (classic master/slave, or pluggable-quorum primary/backup on etcd);
-    colocated backups are not built yet (an unknown key)."""
+    colocated backups are built for shared store (replication.colocated is an unknown key)."""
 
     live_only: LiveOnly | None = None
     shared_store: SharedStore | None = None
@@ -1063,7 +1085,8 @@ class BrokerConfig(_Model):
         """The ha-policy and this node's role in it, as management shows it."""
         ss = self.ha_policy.shared_store
         if ss is not None:
-            return "shared-store master" if ss.master is not None else "shared-store slave"
+            return ("shared-store master" if ss.master is not None else "shared-store slave" if ss.slave is not None
+                    else "shared-store colocated")
         rep = self.ha_policy.replication
         if rep is not None:
             role = next(name for name in ("primary", "backup", "master", "slave") if getattr(rep, name) is not None)
@@ -1152,6 +1175,19 @@ class BrokerConfig(_Model):
             return self
         j = self.journal
         issues: list[tuple[RelPath, str]] = []
+        colocated = self.ha_policy.shared_store.colocated
+        if colocated is not None:
+            where = ("ha-policy", "shared-store", "colocated")
+            for index, ref in enumerate(colocated.excludes):
+                if ref not in self.connectors:
+                    issues.append(((*where, "excludes", index), f"no connector named {ref!r}"))
+            sd = colocated.slave.scale_down
+            for index, ref in enumerate(sd.connectors if sd is not None else ()):
+                if ref not in self.connectors:
+                    issues.append(((*where, "slave", "scale-down", "connectors", index), f"no connector named {ref!r}"))
+            if colocated.request_backup and not self.discovery_groups and not self.cluster_connections:
+                issues.append(((*where, "request-backup"), "a live finds the nodes to ask through its discovery "
+                                                          "groups or cluster connections: configure one"))
         if j.address is not None:
             issues.append((("journal", "address"), "a shared-store node reaches its store itself (journal.url), not "
                                                    "through a journal service: the lease and the store are one"))

@@ -194,3 +194,25 @@ class ForwardConfirm(_message.Message):
     batch_id: int
     refused: str
     def __init__(self, batch_id: _Optional[int] = ..., refused: _Optional[str] = ...) -> None: ...
+
+class BackupRequest(_message.Message):
+    __slots__ = ("node_id", "node_name", "journal_url")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_URL_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    node_name: str
+    journal_url: str
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., journal_url: _Optional[str] = ...) -> None: ...
+
+class BackupReply(_message.Message):
+    __slots__ = ("accepted", "reason", "backup_connector", "node_name")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    BACKUP_CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    accepted: bool
+    reason: str
+    backup_connector: str
+    node_name: str
+    def __init__(self, accepted: _Optional[bool] = ..., reason: _Optional[str] = ..., backup_connector: _Optional[str] = ..., node_name: _Optional[str] = ...) -> None: ...

@@ -49,6 +49,11 @@ class ClusterStub:
                 request_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
                 _registered_method=True)
+        self.RequestBackup = channel.unary_unary(
+                '/meshmq.v1.Cluster/RequestBackup',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
@@ -78,6 +83,14 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RequestBackup(self, request, context):
+        """A colocated live asks this node to host a backup of its shared store
+        (ha-policy shared-store colocated; services/ha-coordinator/colocated.py).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -95,6 +108,11 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.ForgetCopy,
                     request_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.SerializeToString,
+            ),
+            'RequestBackup': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestBackup,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +196,33 @@ class Cluster:
             '/meshmq.v1.Cluster/ForgetCopy',
             meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequestBackup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Cluster/RequestBackup',
+            meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
+            meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -120,8 +120,8 @@ class SharedStoreLease:
     shared-store node). All SQL runs in a worker thread, never on the loop."""
 
     def __init__(self, config: BrokerConfig) -> None:
-        policy = config.ha_policy.shared_store
-        assert policy is not None and config.journal.url is not None
+        assert config.ha_policy.shared_store is not None and config.journal.url is not None
+        policy = config.ha_policy.shared_store.own()
         self.role = MASTER if policy.master is not None else SLAVE
         self.passive_start = policy.slave is not None or not policy.master.wait_for_activation
         self.allow_failback = policy.slave.allow_failback if policy.slave is not None else False

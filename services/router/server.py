@@ -27,7 +27,7 @@ from meshmq.v1 import management_pb2 as mgpb
 
 from .access import access_for
 from .broker import Broker
-from .cluster.link_service import ClusterServicer
+from .cluster.link_service import BackupRequests, ClusterServicer
 from .cluster.manager import ClusterConnections
 from .cluster.scale_down import choose_target, scale_down
 from .management import ManagementServicer
@@ -124,11 +124,14 @@ CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/mesh
 class RouterNode:
     """One broker node: a Broker behind its acceptors."""
 
-    def __init__(self, config: BrokerConfig, journal: JournalAPI, services: Sequence = ()) -> None:
+    def __init__(self, config: BrokerConfig, journal: JournalAPI, services: Sequence = (),
+                 backup_requests: BackupRequests | None = None) -> None:
         self.config = config
         self.journal = journal
         # More gRPC services on the acceptors: (servicer, its ServiceDescriptor) — the replication stream.
         self._services = tuple(services)
+        # Cluster.RequestBackup: the colocated policy hosting backups of other lives (None: refused).
+        self._backup_requests = backup_requests
         self.broker = Broker(
             name=config.name,
             journal=journal,
@@ -182,7 +185,8 @@ class RouterNode:
         self.links = ClusterServicer(self.broker, self.config.cluster_user, self.config.cluster_password,
                                      members=self.cluster.members, group_name=sd.group_name or "" if sd else "",
                                      security_enabled=self.config.security_enabled,
-                                     linked_from=self.cluster.linked_from)
+                                     linked_from=self.cluster.linked_from,
+                                     backup_requests=self._backup_requests)
         add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])
         for servicer, descriptor in self._services:
             add_servicer(self.server, servicer, descriptor)

@@ -21,6 +21,7 @@ from meshmq.security.cluster_identity import start_warnings
 
 from .membership import RouterMembership
 from .passive import PassiveServer
+from .cluster.link_service import BackupRequests
 from .server import RouterNode
 
 log = logging.getLogger("meshmq")
@@ -30,10 +31,13 @@ async def run_router(
     config: BrokerConfig, journal: JournalAPI, *, ready_file: str | None = None,
     on_ready: Callable[[dict], None] | None = None, activation: Activation | None = None,
     services: Sequence = (), on_bound: Callable[[BrokerConfig], None] | None = None,
+    backup_requests: BackupRequests | None = None, on_active: Callable[[RouterNode], Awaitable] | None = None,
 ) -> str | None:
     """Serve until a signal, a halt, or (with an HA policy) until the store must
     be given up. Returns FAILED_BACK when an active backup stopped for its
-    live's failback (it may wait as a backup again), None otherwise."""
+    live's failback (it may wait as a backup again), None otherwise.
+    `backup_requests` answers Cluster.RequestBackup and `on_active` runs while the
+    node serves (the colocated policy: services/ha-coordinator/colocated.py)."""
     for warning in start_warnings(config, "router"):
         log.warning(warning)
     min_epoch = 0
@@ -59,7 +63,7 @@ async def run_router(
             await journal.close()
             return None
         min_epoch = acquiring.result()
-    node = RouterNode(config, journal, services)
+    node = RouterNode(config, journal, services, backup_requests)
     try:
         await node.start(min_epoch)
     except BaseException:
@@ -94,6 +98,7 @@ async def run_router(
     stopped = asyncio.create_task(node.wait())
     held = asyncio.create_task(activation.held()) if activation is not None else asyncio.create_task(_forever())
     naming = asyncio.create_task(_name_backup(activation, node, membership)) if activation is not None else None
+    alongside = asyncio.create_task(on_active(node)) if on_active is not None else None
     failed_scale_down: ScaleDownFailed | None = None
     if config.scales_down_on_activation:
         serving = asyncio.create_task(_scale_down_on_activation(node, lambda: first_done(stopped, lost, held)))
@@ -108,6 +113,8 @@ async def run_router(
         stopped.cancel()
         if naming is not None:
             naming.cancel()
+        if alongside is not None:
+            alongside.cancel()
         outcome = held.result() if held.done() and not held.cancelled() else None
         held.cancel()
         await membership.stop()
@@ -123,7 +130,7 @@ async def run_router(
         await node.stop()
         await journal.close()
         if activation is not None and outcome != LEASE_LOST and not node.broker.halted.is_set():
-            policy = config.ha_policy.shared_store
+            policy = config.ha_policy.shared_store and config.ha_policy.shared_store.own()
             # A backup that scaled down leaves the (emptied) store to its live: backups do not take it again.
             await activation.release(failover=policy is not None and policy.failover_on_shutdown and not scaled_down,
                                      failback=outcome == FAILED_BACK)

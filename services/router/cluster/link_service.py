@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING
 
 import grpc
@@ -81,11 +81,17 @@ STALE_COPIES_KEPT = 64
 STALE_LIVES_KEPT = 1024
 
 
+# Answers a colocated live's request for a backup (services/ha-coordinator/colocated.py, composed by
+# services/embedded.py).
+BackupRequests = Callable[[cpb.BackupRequest], Awaitable[cpb.BackupReply]]
+
+
 class ClusterServicer(cgrpc.ClusterServicer):
     def __init__(self, broker: Broker, cluster_user: str, cluster_password: str | None,
                  members: Callable[[], list[cpb.ClusterMember]] = list, group_name: str = "",
                  security_enabled: bool = False,
-                 linked_from: Callable[[cpb.LinkHello], None] = lambda hello: None) -> None:
+                 linked_from: Callable[[cpb.LinkHello], None] = lambda hello: None,
+                 backup_requests: BackupRequests | None = None) -> None:
         self.broker = broker
         # A link puts messages into any queue past users and security-settings:
         # with security on and no cluster password to check, nobody may open one.
@@ -102,6 +108,7 @@ class ClusterServicer(cgrpc.ClusterServicer):
         self._outs: set[asyncio.Queue] = set()
         # Copies of each live's store its live declared stale (classic replication votes refuse them).
         self._stale: dict[str, deque[str]] = {}
+        self._backup_requests = backup_requests
 
     def close(self) -> None:
         """End every link now (the node is stopping): the sources see the
@@ -136,6 +143,18 @@ class ClusterServicer(cgrpc.ClusterServicer):
                      f"voted against (the live is seen at {reply.connector})" if reply.connector
                      else "voted against (its live declared that copy stale)")
         return reply
+
+    async def RequestBackup(self, request: cpb.BackupRequest, context: grpc.aio.ServicerContext) -> cpb.BackupReply:
+        refused = self._refusal(context, "backup request")
+        if refused is not None:
+            await abort_with(context, refused)
+        if not request.node_id or not request.journal_url:
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup request needs node_id and "
+                                                                          "journal_url"))
+        if self._backup_requests is None:
+            return cpb.BackupReply(accepted=False, node_name=self.broker.name,
+                                   reason="this node has no colocated ha-policy: it hosts no backups")
+        return await self._backup_requests(request)
 
     async def ForgetCopy(self, request: cpb.ForgetCopyRequest, context: grpc.aio.ServicerContext
                          ) -> cpb.ForgetCopyReply:
