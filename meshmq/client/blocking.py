@@ -79,11 +79,13 @@ class Consumer:
         return self._loop.run(self._inner.receive(timeout))
 
     def ack(self, msg: ReceivedMessage) -> None:
-        self._inner._check_current(msg, "acknowledged")  # raised here, in the caller's thread
+        if (stale := self._inner._stale(msg, "acknowledged")) is not None:
+            raise stale  # here, in the caller's thread
         self._loop.loop.call_soon_threadsafe(_quietly, self._inner.ack, msg)
 
     def nack(self, msg: ReceivedMessage) -> None:
-        self._inner._check_current(msg, "given back")
+        if (stale := self._inner._stale(msg, "given back")) is not None:
+            raise stale
         self._loop.loop.call_soon_threadsafe(_quietly, self._inner.nack, msg)
 
     def close(self) -> None:

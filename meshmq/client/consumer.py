@@ -271,9 +271,18 @@ class Consumer:
         if self._session.transacted:
             self._session._rollback_only = True  # its transaction cannot hold it: commit rolls back and says so
             return
-        raise UnblockedError(
-            f"message {msg.message_id} was delivered before the session failed over and cannot be "
-            f"{'given back' if nack else 'acknowledged'} now; the node serving the queue delivers it again"
+        raise self._stale(msg, "given back" if nack else "acknowledged")
+
+    def _stale(self, msg: ReceivedMessage, what: str) -> UnblockedError | None:
+        """Why `msg` cannot be settled any more (handed on a stream the session failed
+        over from), or None. The blocking API asks in the caller's thread."""
+        moved = self._moved
+        if (msg.incarnation == self._incarnation or self._session.transacted
+                or moved is not None and msg.incarnation == moved.incarnation):
+            return None
+        return UnblockedError(
+            f"message {msg.message_id} was delivered before the session failed over and cannot be {what} now; "
+            "the node serving the queue delivers it again"
         )
 
     def _forget_old_stream(self) -> None:
