@@ -101,6 +101,12 @@ DISCOVERY_LISTEN_HOST: Final = "127.0.0.1"
 # discovery.listen.port: the discovery service's port.
 DISCOVERY_LISTEN_PORT: Final = 61636
 
+# --- the HA coordinator (`meshmq serve ha-coordinator`) ----------------------
+
+# ha-coordinator.listen: where the HA coordinator service listens (DESIGN.md: 61646).
+HA_COORDINATOR_LISTEN_HOST: Final = "127.0.0.1"
+HA_COORDINATOR_LISTEN_PORT: Final = 61646
+
 # --- addresses -------------------------------------------------------------
 
 # addresses.<name>.<routing-type>[].durable: queues survive a restart.

@@ -761,7 +761,8 @@ class SharedStore(_Model):
 class QuorumProperties(_Model):
     """``manager.properties``: Artemis's Curator properties, for etcd."""
 
-    connect_string: NonEmptyStr  # etcd endpoints, host:port[,host:port]
+    # etcd endpoints (class-name etcd), or HA coordinator endpoints (class-name coordinator): host:port[,host:port]
+    connect_string: NonEmptyStr
     session_ms: Annotated[int, Field(gt=0)] = defaults.HA_MANAGER_SESSION_MS
     session_percent: Annotated[int, Field(gt=0, le=100)] = defaults.HA_MANAGER_SESSION_PERCENT
     connection_ms: Annotated[int, Field(gt=0)] = defaults.HA_MANAGER_CONNECTION_MS
@@ -783,9 +784,11 @@ class QuorumProperties(_Model):
 
 class QuorumManager(_Model):
     """``manager``: the quorum provider. Artemis's default is Apache Curator
-    (ZooKeeper); meshmq's is etcd, the store its discovery already uses."""
+    (ZooKeeper); meshmq's is etcd, the store its discovery already uses, which
+    the router reaches itself (`etcd`) or through the HA coordinator service
+    (`coordinator`: connect-string names its instances; it holds the same keys)."""
 
-    class_name: Literal["etcd"] = "etcd"
+    class_name: Literal["etcd", "coordinator"] = "etcd"
     properties: QuorumProperties
 
 
@@ -898,6 +901,22 @@ class HaPolicy(_Model):
         return self
 
 
+class HaCoordinatorListen(Listener):
+    """Where `meshmq serve ha-coordinator` listens (the acceptor keys without a name, TLS included)."""
+
+    host: NonEmptyStr = defaults.HA_COORDINATOR_LISTEN_HOST
+    port: Port = defaults.HA_COORDINATOR_LISTEN_PORT
+
+
+class HaCoordinatorService(_Model):
+    """The ``ha-coordinator`` key: the HA coordinator service's own settings
+    (services/ha-coordinator/service.py): where it listens and the etcd it keeps
+    every group's quorum in."""
+
+    listen: HaCoordinatorListen = Field(default_factory=HaCoordinatorListen)
+    etcd: EtcdSettings = Field(default_factory=EtcdSettings)
+
+
 class DiscoveryListen(Listener):
     """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
 
@@ -999,6 +1018,7 @@ class BrokerConfig(_Model):
     cluster_connections: Annotated[dict[NonEmptyStr, ClusterConnection], BeforeValidator(_none_values_to_empty)] = (
         Field(default_factory=dict))
     ha_policy: HaPolicy = Field(default_factory=HaPolicy)
+    ha_coordinator: HaCoordinatorService = Field(default_factory=HaCoordinatorService)
 
     @field_validator("data_directory")
     @classmethod

@@ -33,6 +33,7 @@ from meshmq.launcher.spec import (
     ClusterSpec,
     build_config,
     discovery_config_data,
+    ha_coordinator_config_data,
     load_cluster_spec,
     node_config_data,
 )
@@ -203,6 +204,7 @@ class LocalCluster:
     def _refuse_taken_ports(spec: ClusterSpec) -> None:
         wanted = [("etcd.client-port", spec.etcd.client_port), ("etcd.peer-port", spec.etcd.peer_port),
                   ("discovery.port", spec.discovery.port),
+                  *([("ha-coordinator.port", spec.ha_coordinator.port)] if spec.ha_coordinator else []),
                   *((f"nodes[{i}].port ({n.name})", n.port) for i, n in enumerate(spec.nodes))]
         taken = [f"{port} ({key})" for key, port in wanted if port and not processes.port_free(port)]
         if taken:
@@ -249,6 +251,10 @@ class LocalCluster:
                   discovery_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir,
                                         certificate=certificates.get("discovery")),
                   f"# discovery service of cluster {spec.cluster_name}")]
+        if spec.ha_coordinator is not None:
+            plans.append(("ha-coordinator", "ha-coordinator", self.run_dir / "ha-coordinator",
+                          ha_coordinator_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir),
+                          f"# HA coordinator of cluster {spec.cluster_name}"))
         for index, node in enumerate(spec.nodes):
             plans.append((node.name, "router", self.run_dir / node.name,
                           node_config_data(spec, node, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir,
@@ -257,7 +263,7 @@ class LocalCluster:
         spawned = []
         for name, role, directory, data, title in plans:
             directory.mkdir(parents=True, exist_ok=True)
-            config_path = directory / ("node.yaml" if role == "router" else "discovery.yaml")
+            config_path = directory / ("node.yaml" if role == "router" else f"{role}.yaml")
             config = build_config(data, spec.base_dir)
             _write_config(config_path, config, title, spec.source)
             ready = directory / "ready.json"
@@ -475,7 +481,7 @@ class LocalCluster:
     def _stop_recorded(self, state: ClusterState, timeout: float = STOP_DEADLINE_S,
                        say: Progress = lambda _message: None) -> list[StoppedProcess]:
         done: list[StoppedProcess] = []
-        for tier in (state.nodes, [state.discovery], [state.etcd]):
+        for tier in (state.nodes, [state.discovery, state.ha_coordinator], [state.etcd]):
             records = [r for r in tier if r is not None]
             for record, result in zip(records, processes.stop([r.ident for r in records], timeout)):
                 done.append(StoppedProcess(record.name, record.role, record.pid, result.outcome, result.seconds))
@@ -549,11 +555,12 @@ def _pin_port(record: ProcessRecord) -> None:
         config = config.model_copy(update={"acceptors": [first.model_copy(update={"port": port}),
                                                          *config.acceptors[1:]]})
     else:
-        listen = config.discovery.listen
-        if listen.port != 0:
+        key = "discovery" if record.role == "discovery" else "ha_coordinator"
+        section = getattr(config, key)
+        if section.listen.port != 0:
             return
-        config = config.model_copy(update={"discovery": config.discovery.model_copy(
-            update={"listen": listen.model_copy(update={"port": port})})})
+        config = config.model_copy(update={key: section.model_copy(
+            update={"listen": section.listen.model_copy(update={"port": port})})})
     header = "".join(line + "\n" for line in itertools.takewhile(lambda line: line.startswith("#"),
                                                                    path.read_text().splitlines()))
     path.write_text(header + effective_config_yaml(config, show_secrets=True))

@@ -6,6 +6,7 @@ run-directory: ./run/symmetric-3   # default ./run/<cluster-name> (relative: to 
 ready-timeout: 60000               # ms `up` waits for every node to be listening and in the topology
 etcd: {client-port: 2379, peer-port: 2380}        # 0 = a free port picked at run time
 discovery: {port: 61636, broadcast-period: 2000, refresh-timeout: 10000}
+ha-coordinator: {port: 61646}      # optional: `meshmq serve ha-coordinator` on the launched etcd
 tls: {ca-dir: ./certs/ca}          # optional: every listener serves a certificate from this CA
 node-defaults:                     # node-config YAML merged into every node
   address-settings: {"#": {max-delivery-attempts: 5}}
@@ -78,7 +79,7 @@ LAUNCHER_KEYS = {
 # cluster credential on Announce and admits the users to List and Watch.
 SECURITY_KEYS = ("security-enabled", "users", "security-settings", "cluster-user", "cluster-password")
 # Process names of the launcher's own processes (log and pid files share the run directory).
-RESERVED_NAMES = ("etcd", "discovery", "cluster")
+RESERVED_NAMES = ("etcd", "discovery", "ha-coordinator", "cluster")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
 
@@ -130,6 +131,13 @@ class DiscoverySpec(_Model):
         return self
 
 
+class HaCoordinatorSpec(_Model):
+    """The HA coordinator the launcher starts on the launched etcd (nodes reach it with
+    `manager: {class-name: coordinator, properties: {connect-string: 127.0.0.1:<port>}}`)."""
+
+    port: Port = defaults.HA_COORDINATOR_LISTEN_PORT
+
+
 class TlsSpec(_Model):
     """TLS with the cluster's CA on every listener the launcher starts."""
 
@@ -162,6 +170,7 @@ class ClusterSpec(_Model):
     ready_timeout: Millis = READY_TIMEOUT
     etcd: EtcdSpec = Field(default_factory=EtcdSpec)
     discovery: DiscoverySpec = Field(default_factory=DiscoverySpec)
+    ha_coordinator: HaCoordinatorSpec | None = None
     tls: TlsSpec | None = None
     node_defaults: NodeConfigYaml = Field(default_factory=dict)
     nodes: Annotated[tuple[NodeSpec, ...], Field(min_length=1)]
@@ -341,6 +350,20 @@ def discovery_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Pat
     }
 
 
+def ha_coordinator_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path) -> dict[str, Any]:
+    """The config `meshmq serve ha-coordinator` gets: the launched etcd, its port,
+    and node-defaults' security keys (it checks the cluster credential)."""
+    assert spec.ha_coordinator is not None
+    security = {key: spec.node_defaults[key] for key in SECURITY_KEYS if key in spec.node_defaults}
+    return {
+        "name": "ha-coordinator",
+        "data-directory": str(run_dir / "ha-coordinator"),
+        "ha-coordinator": {"listen": {"host": HOST, "port": spec.ha_coordinator.port},
+                           "etcd": {"endpoints": [etcd_endpoint]}},
+        **security,
+    }
+
+
 def build_config(data: dict[str, Any], base_dir: Path) -> BrokerConfig:
     """Validate node-config data (relative paths against base_dir)."""
     return BrokerConfig.model_validate(data, context={"base_dir": base_dir}, by_alias=True, by_name=False)
@@ -361,6 +384,7 @@ def _name_and_port_issues(spec: ClusterSpec) -> list[tuple[RelPath, str]]:
         (("etcd", "client-port"), spec.etcd.client_port),
         (("etcd", "peer-port"), spec.etcd.peer_port),
         (("discovery", "port"), spec.discovery.port),
+        *([(("ha-coordinator", "port"), spec.ha_coordinator.port)] if spec.ha_coordinator else []),
         *((("nodes", i, "port"), n.port) for i, n in enumerate(spec.nodes)),
     ]
     seen: dict[int, RelPath] = {}

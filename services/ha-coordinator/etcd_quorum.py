@@ -29,6 +29,7 @@ import asyncio
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 
 from meshmq.config.models import QuorumProperties
 from meshmq.discovery.errors import DiscoveryError
@@ -41,18 +42,44 @@ class QuorumLost(RuntimeError):
     """This node no longer holds `live`: it must stop serving."""
 
 
+async def keep_alive(refresh: Callable[[], Awaitable[int]], failures: tuple[type[Exception], ...],
+                     props: QuorumProperties, description: str) -> None:
+    """Keep a lease alive every session-ms x session-percent; raises QuorumLost when it
+    lapsed, or could not be renewed for session-ms (`refresh` raising one of `failures`)."""
+    period = props.session_ms * props.session_percent / 100 / 1000
+    last = time.monotonic()
+    while True:
+        await asyncio.sleep(period)
+        sent = time.monotonic()
+        try:
+            ttl = await refresh()
+        except failures as exc:
+            if time.monotonic() - last >= props.session_ms / 1000:
+                raise QuorumLost(f"{description}: the lease was not renewed for "
+                                 f"{props.session_ms} ms (session-ms): {exc}") from None
+            continue
+        if ttl <= 0:
+            raise QuorumLost(f"{description}: the lease lapsed: another node may serve now")
+        last = sent
+
+
 class EtcdQuorum:
-    def __init__(self, props: QuorumProperties, coordination_id: str, instance_id: str) -> None:
+    """One node's view of its coordination id in etcd: the router's own (`class-name:
+    etcd`), or one call's in the HA coordinator, which shares one `backend` among all."""
+
+    def __init__(self, props: QuorumProperties, coordination_id: str, instance_id: str, *,
+                 backend: EtcdBackend | None = None) -> None:
         self.props = props
         self.instance = instance_id
-        self._backend = EtcdBackend(props.endpoints, key_prefix="/" + props.namespace.strip("/"),
-                                    request_timeout_s=props.connection_ms / 1000)
+        self._owns_backend = backend is None
+        self._backend = backend or EtcdBackend(props.endpoints, key_prefix="/" + props.namespace.strip("/"),
+                                               request_timeout_s=props.connection_ms / 1000)
         self.description = f"quorum {self._backend.description}"
         self.lease_id = 0
         self.set_coordination_id(coordination_id)
 
     def set_coordination_id(self, coordination_id: str) -> None:
-        base = f"{self._backend.key_prefix}/{coordination_id}"
+        base = f"{namespace_prefix(self.props.namespace)}/{coordination_id}"
         self.coordination_id = coordination_id
         self.live_key = f"{base}/live".encode()
         self.sequence_key = f"{base}/activation-sequence".encode()
@@ -86,8 +113,13 @@ class EtcdQuorum:
         raw = await self._get(self.live_key)
         return raw.decode() if raw else None
 
+    async def in_sync_replica(self) -> str:
+        raw = await self._get(self.replica_key)
+        return raw.decode() if raw else ""
+
     async def _grant(self) -> int:
-        lease = await self._call("grant lease", self._backend.client.lease, math.ceil(self.props.session_ms / 1000))
+        ttl_s = max(1, math.ceil(self.props.session_ms / 1000))
+        lease = await self._call("grant lease", self._backend.client.lease, ttl_s)
         return lease.id
 
     async def activate(self, *, at_least: int = 0, replica_epoch: int | None = None, connector: str = "") -> int | None:
@@ -139,21 +171,11 @@ class EtcdQuorum:
     async def keep(self) -> None:
         """Keep `live` alive; raises QuorumLost when it is gone or could not be
         renewed for session-ms."""
-        period = self.props.session_ms * self.props.session_percent / 100 / 1000
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(period)
-            sent = time.monotonic()
-            try:
-                ttl = await self._backend.keeper.refresh(self.lease_id)
-            except DiscoveryError as exc:
-                if time.monotonic() - last >= self.props.session_ms / 1000:
-                    raise QuorumLost(f"{self.description}: the lease was not renewed for "
-                                     f"{self.props.session_ms} ms (session-ms): {exc}") from None
-                continue
-            if ttl <= 0:
-                raise QuorumLost(f"{self.description}: the lease lapsed: another node may serve now")
-            last = sent
+        await keep_alive(lambda: self.refresh(self.lease_id), (DiscoveryError,), self.props, self.description)
+
+    async def refresh(self, lease_id: int) -> int:
+        """Renew `lease_id` once; its remaining time to live (0: it lapsed)."""
+        return await self._backend.keeper.refresh(lease_id)
 
     async def release(self) -> None:
         if self.lease_id:
@@ -161,4 +183,23 @@ class EtcdQuorum:
             self.lease_id = 0
 
     async def close(self) -> None:
-        await self._backend.close()
+        if self._owns_backend:
+            await self._backend.close()
+
+
+def namespace_prefix(namespace: str) -> str:
+    """The etcd key prefix of a manager's `namespace`."""
+    return "/" + namespace.strip("/")
+
+
+async def list_quorums(backend: EtcdBackend, namespace: str) -> dict[str, dict[str, str]]:
+    """Every coordination id under `namespace`: {id: {key name: value}} (live,
+    live-connector, activation-sequence, in-sync-replica), as etcd holds them now."""
+    prefix = namespace_prefix(namespace) + "/"
+    listing = await backend.call("list quorums", backend.client.get_prefix, prefix.encode())
+    found: dict[str, dict[str, str]] = {}
+    for kv in listing:
+        coordination_id, _, name = kv.key.decode(errors="replace")[len(prefix):].rpartition("/")
+        if coordination_id:
+            found.setdefault(coordination_id, {})[name] = kv.value.decode(errors="replace")
+    return found

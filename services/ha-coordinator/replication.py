@@ -26,9 +26,11 @@ from collections.abc import Awaitable, Callable
 
 from meshmq.activation import FAILED_BACK, LEASE_LOST
 from meshmq.config.models import BrokerConfig
+from meshmq.security.cluster_identity import cluster_metadata
 
 from .etcd_quorum import EtcdQuorum, QuorumLost
 from .pair import ReplicatingPair
+from .remote_quorum import RemoteQuorum
 
 log = logging.getLogger("meshmq.ha")
 
@@ -43,8 +45,11 @@ class ReplicationActivation(ReplicatingPair):
         self.primary = rep.primary
         self.instance = f"{config.name}/{uuid.uuid4()}"
         props = rep.manager.properties
-        self.quorum = EtcdQuorum(props, rep.primary.coordination_id if rep.primary and rep.primary.coordination_id
-                                 else "", self.instance)
+        coordination_id = rep.primary.coordination_id if rep.primary and rep.primary.coordination_id else ""
+        if rep.manager.class_name == "coordinator":  # the HA coordinator service decides (service.py)
+            self.quorum = RemoteQuorum(props, coordination_id, self.instance, cluster_metadata(config))
+        else:
+            self.quorum = EtcdQuorum(props, coordination_id, self.instance)
         self.description = self.quorum.description
         self.passive_start = rep.backup is not None
         # How long a silent stream counts as alive: a renewal period of the quorum lease.

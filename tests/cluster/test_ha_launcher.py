@@ -107,3 +107,38 @@ async def test_the_classic_replication_example_fails_over_and_back(launched, tmp
     async with await connect(f"meshmq://{m['endpoint']}") as conn:
         message = await (await (await conn.session()).create_consumer("orders")).receive(5)
         assert message is not None and message.body == b"kept"
+
+
+COORDINATED = ROOT / "deploy" / "local" / "coordinated-replication-2.yaml"
+
+
+async def test_the_coordinated_replication_example_runs_the_ha_coordinator_and_fails_over(launched, tmp_path):
+    """deploy/local/coordinated-replication-2.yaml (ports replaced by free ones): the
+    launcher starts `meshmq serve ha-coordinator` on its etcd, the pair decides through
+    it, and after kill -9 of the primary the backup serves at the epoch it granted."""
+    text = COORDINATED.read_text()
+    for port in sorted(set(re.findall(r"\b(?:239[34]|6167[0-3])\b", text))):
+        text = re.sub(rf"\b{port}\b", str(free_port()), text)
+    copy = tmp_path / "coordinated-replication-2.yaml"
+    copy.write_text(text)
+    run = launched.run_dir()
+    up = cli("up", "-f", str(copy), "--run-dir", str(run))
+    assert up.returncode == 0, up.stdout + up.stderr
+    by_name = {p["name"]: p for p in json.loads((run / "cluster.json").read_text())["processes"]}
+    primary, backup, coordinator = by_name["primary"], by_name["backup"], by_name["ha-coordinator"]
+    assert coordinator["role"] == "ha-coordinator" and coordinator["endpoint"]
+    assert "ha-coordinator.yaml" in coordinator["config"]
+    await eventually(lambda: ha_column(run)["primary"] == f"replication primary, active, epoch 1, backup at "
+                     f"{backup['endpoint']}", 30, "the primary to name its in-sync backup")
+    async with await connect(f"meshmq://{primary['endpoint']}") as conn:
+        await (await (await conn.session()).create_producer("orders")).send(b"kept")
+
+    assert cli("kill", "primary", "--run-dir", str(run)).returncode == 0
+    await eventually(lambda: ha_column(run)["backup"] == "replication backup, active, epoch 2, no backup", 30,
+                     "the backup to serve")
+    async with await connect(f"meshmq://{backup['endpoint']}") as conn:
+        message = await (await (await conn.session()).create_consumer("orders")).receive(5)
+        assert message is not None and message.body == b"kept"
+    down = cli("down", "--run-dir", str(run))
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert gone(coordinator["pid"])

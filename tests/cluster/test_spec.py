@@ -113,6 +113,26 @@ def test_duplicate_names_reserved_names_and_shared_ports():
     ]
 
 
+def test_the_ha_coordinator_takes_a_port_and_a_reserved_name():
+    said = problems("""\
+        cluster-name: c
+        ha-coordinator: {port: 61616}
+        nodes:
+          - {name: n1, port: 61616}
+          - {name: ha-coordinator}
+        """)
+    assert "nodes[1].name: 'ha-coordinator' is reserved for the launcher's own processes" in said
+    said = problems("""\
+        cluster-name: c
+        ha-coordinator: {port: 61616}
+        nodes:
+          - {name: n1, port: 61616}
+        """)
+    assert said == "c.yaml:4: nodes[0].port: port 61616 is already used by ha-coordinator.port"
+    spec = load_cluster_spec_text("cluster-name: c\nha-coordinator: {}\nnodes: [{name: n1}]\n", "c.yaml")
+    assert spec.ha_coordinator.port == 61646  # DESIGN.md's port
+
+
 def test_node_config_problems_are_named_where_they_are_in_the_cluster_file():
     said = problems("""\
         cluster-name: c
