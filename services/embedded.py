@@ -39,7 +39,12 @@ async def run_router(
     from services.router.service import run_router as run
 
     if config.ha_policy.replication is not None:
-        await _run_replicating(config, ready_file=ready_file, on_ready=on_ready)
+        hosting, colocation = _colocation(config)
+        try:
+            await _run_replicating(config, ready_file=ready_file, on_ready=on_ready, colocation=colocation)
+        finally:
+            if hosting is not None:
+                await hosting.close()
         return
     policy = config.ha_policy.shared_store
     if policy is None:
@@ -68,10 +73,10 @@ async def run_router(
 
 
 def _colocation(config: BrokerConfig) -> tuple:
-    """ha-policy shared-store colocated: the backups this node hosts for other lives
-    (each a shared-store slave run by run_router beside it), and its own request for
+    """ha-policy shared-store or replication colocated: the backups this node hosts for
+    other lives (each a slave run by run_router beside it), and its own request for
     one; (ColocatedBackups or None, run_router's keyword arguments)."""
-    if config.ha_policy.shared_store.colocated is None:
+    if config.colocated is None:
         return None, {}
     from services.ha_coordinator.colocated import ColocatedBackups
     from services.router.cluster.link_identity import link_identity
@@ -95,7 +100,7 @@ def _colocation(config: BrokerConfig) -> tuple:
 
 
 async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
-                           on_ready: Callable[[dict], None] | None) -> None:
+                           on_ready: Callable[[dict], None] | None, colocation: dict | None = None) -> None:
     """ha-policy replication: a live's journal streams its writes to its
     backup (services/router/replication.py); a backup copies its live's store
     (services/router/replica.py) until the quorum lets it take over —
@@ -117,13 +122,14 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
         config = bound
 
     while True:
-        outcome = await _replicating_run(config, ready_file=ready_file, on_ready=on_ready, on_bound=keep_ports)
+        outcome = await _replicating_run(config, ready_file=ready_file, on_ready=on_ready, on_bound=keep_ports,
+                                         colocation=colocation or {})
         if outcome != FAILED_BACK or not restart:
             return
 
 
 async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_ready: Callable[[dict], None] | None,
-                           on_bound: Callable[[BrokerConfig], None]) -> str | None:
+                           on_bound: Callable[[BrokerConfig], None], colocation: dict) -> str | None:
     """One run of a replicating node, from waiting (a backup) to stopping."""
     from services.router.cluster.link_identity import link_identity
     from services.router.replica import ReplicaRunner
@@ -172,7 +178,7 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
         else:  # a live whose store is served elsewhere copies it back from there
             activation.failback = lambda at: runner(lives=[at], failback=True).run()
         return await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,
-                         services=services, on_bound=on_bound)
+                         services=services, on_bound=on_bound, **colocation)
     finally:
         await activation.close()
 

@@ -717,10 +717,10 @@ class SharedStoreSlave(_Model):
     scale_down: ScaleDown | None = None
 
 
-class ColocatedSharedStore(_Model):
-    """``ha-policy.shared-store.colocated``: this node is the live (`master`) of its
-    own store and hosts, in its process, backups (`slave`) of other lives' stores
-    when they ask (services/ha-coordinator/colocated.py)."""
+class Colocated(_Model):
+    """The colocated keys both policies share: this node is a live (`master`) and
+    hosts, in its process, backups (`slave`) of other lives when they ask
+    (services/ha-coordinator/colocated.py)."""
 
     request_backup: bool = defaults.HA_COLOCATED_REQUEST_BACKUP
     backup_request_retries: Annotated[int, Field(ge=-1)] = defaults.HA_COLOCATED_BACKUP_REQUEST_RETRIES
@@ -729,6 +729,12 @@ class ColocatedSharedStore(_Model):
     backup_port_offset: Annotated[int, Field(gt=0, le=65535)] = defaults.HA_COLOCATED_BACKUP_PORT_OFFSET
     # Connectors (by name) whose ports a hosted backup keeps: those of other nodes.
     excludes: tuple[NonEmptyStr, ...] = ()
+
+
+class ColocatedSharedStore(Colocated):
+    """``ha-policy.shared-store.colocated``: the live of its own store, hosting
+    shared-store slaves of other lives' stores."""
+
     master: SharedStoreMaster = Field(default_factory=SharedStoreMaster)
     slave: SharedStoreSlave = Field(default_factory=SharedStoreSlave)
 
@@ -845,6 +851,16 @@ class ReplicationSlave(ClassicQuorum):
     # Serving in its master's place, step down when the master (check-for-live-server) asks for it back.
     allow_failback: bool = defaults.HA_CLASSIC_ALLOW_FAILBACK
     restart_backup: bool = defaults.HA_RESTART_BACKUP
+    # Having taken over, move every message to another live and stop (Artemis's Scale Down and Backups).
+    scale_down: ScaleDown | None = None
+
+
+class ColocatedReplication(Colocated):
+    """``ha-policy.replication.colocated``: a classic master of its own store,
+    hosting classic slaves that each replicate one other live (the one that asked)."""
+
+    master: ReplicationMaster = Field(default_factory=ReplicationMaster)
+    slave: ReplicationSlave = Field(default_factory=ReplicationSlave)
 
 
 class Replication(_Model):
@@ -856,13 +872,19 @@ class Replication(_Model):
     backup: ReplicationBackup | None = None
     master: ReplicationMaster | None = None
     slave: ReplicationSlave | None = None
+    colocated: ColocatedReplication | None = None
 
     @model_validator(mode="after")
     def _one_role(self) -> Replication:
-        if sum(r is not None for r in (self.primary, self.backup, self.master, self.slave)) != 1:
+        if sum(r is not None for r in (self.primary, self.backup, self.master, self.slave, self.colocated)) != 1:
             _raise_issues([((), "give exactly one role: master or slave (classic: quorum votes among the "
-                                "cluster's lives), primary or backup (pluggable quorum on etcd)")])
+                                "cluster's lives), primary or backup (pluggable quorum on etcd), or colocated "
+                                "(a classic master that hosts slaves of other lives)")])
         return self
+
+    def own(self) -> Replication:
+        """The policy of this node's own store: a colocated node is a classic master."""
+        return Replication(master=self.colocated.master) if self.colocated is not None else self
 
     @property
     def manager(self) -> QuorumManager | None:
@@ -872,12 +894,12 @@ class Replication(_Model):
 
     @property
     def classic(self) -> bool:
-        return self.master is not None or self.slave is not None
+        return self.master is not None or self.slave is not None or self.colocated is not None
 
     @property
     def live_role(self) -> ReplicationPrimary | ReplicationMaster | None:
-        """The live's settings (primary or master), None on a backup."""
-        return self.primary or self.master
+        """The live's settings (primary or master; a colocated node's master), None on a backup."""
+        return self.primary or self.own().master
 
     @property
     def backup_role(self) -> ReplicationBackup | ReplicationSlave | None:
@@ -888,7 +910,7 @@ class Replication(_Model):
 class HaPolicy(_Model):
     """``ha-policy``: live-only (with scale-down), shared-store, or replication
     (classic master/slave, or pluggable-quorum primary/backup on etcd);
-    colocated backups are built for shared store (replication.colocated is an unknown key)."""
+    shared-store and replication may be colocated (each node a live hosting backups of others)."""
 
     live_only: LiveOnly | None = None
     shared_store: SharedStore | None = None
@@ -1088,8 +1110,8 @@ class BrokerConfig(_Model):
         sd = self.scale_down
         if sd is not None:
             issues: list[tuple[RelPath, str]] = []
-            where = (("ha-policy", "shared-store", "slave", "scale-down") if self.scales_down_on_activation
-                     else ("ha-policy", "live-only", "scale-down"))
+            where = (("ha-policy", "shared-store" if self.ha_policy.shared_store else "replication", "slave",
+                      "scale-down") if self.scales_down_on_activation else ("ha-policy", "live-only", "scale-down"))
             for index, ref in enumerate(sd.connectors):
                 if ref not in self.connectors:
                     issues.append(((*where, "connectors", index), f"no connector named {ref!r}"))
@@ -1109,7 +1131,8 @@ class BrokerConfig(_Model):
                     else "shared-store colocated")
         rep = self.ha_policy.replication
         if rep is not None:
-            role = next(name for name in ("primary", "backup", "master", "slave") if getattr(rep, name) is not None)
+            role = next(name for name in ("primary", "backup", "master", "slave", "colocated")
+                        if getattr(rep, name) is not None)
             return f"replication {role}"
         return "live-only"
 
@@ -1122,17 +1145,24 @@ class BrokerConfig(_Model):
 
     @property
     def scale_down(self) -> ScaleDown | None:
-        """The enabled scale-down policy (live-only, or a shared-store slave's), or None."""
-        lo, ss = self.ha_policy.live_only, self.ha_policy.shared_store
-        sd = lo.scale_down if lo is not None else ss.slave.scale_down if ss is not None and ss.slave else None
+        """The enabled scale-down policy (live-only, or a shared-store or classic replication slave's), or None."""
+        sd = None
+        if (lo := self.ha_policy.live_only) is not None:
+            sd = lo.scale_down
+        elif (slave := self._slave) is not None:
+            sd = slave.scale_down
         return sd if sd is not None and sd.enabled else None
 
     @property
+    def _slave(self) -> SharedStoreSlave | ReplicationSlave | None:
+        ss, rep = self.ha_policy.shared_store, self.ha_policy.replication
+        return ss.slave if ss is not None else rep.slave if rep is not None else None
+
+    @property
     def scales_down_on_activation(self) -> bool:
-        """A shared-store slave that scales down as soon as it takes the store over
-        (live-only scales down when it stops)."""
-        ss = self.ha_policy.shared_store
-        return self.scale_down is not None and ss is not None and ss.slave is not None
+        """A slave (shared store or classic replication) that scales down as soon as it
+        takes the store over (live-only scales down when it stops)."""
+        return self.scale_down is not None and self._slave is not None
 
     @model_validator(mode="after")
     def _check_security(self) -> BrokerConfig:
@@ -1195,19 +1225,6 @@ class BrokerConfig(_Model):
             return self
         j = self.journal
         issues: list[tuple[RelPath, str]] = []
-        colocated = self.ha_policy.shared_store.colocated
-        if colocated is not None:
-            where = ("ha-policy", "shared-store", "colocated")
-            for index, ref in enumerate(colocated.excludes):
-                if ref not in self.connectors:
-                    issues.append(((*where, "excludes", index), f"no connector named {ref!r}"))
-            sd = colocated.slave.scale_down
-            for index, ref in enumerate(sd.connectors if sd is not None else ()):
-                if ref not in self.connectors:
-                    issues.append(((*where, "slave", "scale-down", "connectors", index), f"no connector named {ref!r}"))
-            if colocated.request_backup and not self.discovery_groups and not self.cluster_connections:
-                issues.append(((*where, "request-backup"), "a live finds the nodes to ask through its discovery "
-                                                          "groups or cluster connections: configure one"))
         if j.address is not None:
             issues.append((("journal", "address"), "a shared-store node reaches its store itself (journal.url), not "
                                                    "through a journal service: the lease and the store are one"))
@@ -1219,6 +1236,32 @@ class BrokerConfig(_Model):
             issues.append((("journal", "jdbc-lock-expiration"), f"must be longer than jdbc-lock-renew-period "
                                                                 f"({j.jdbc_lock_renew_period} ms), or the live loses "
                                                                 "its lease between two renewals"))
+        _raise_issues(issues)
+        return self
+
+    @property
+    def colocated(self) -> ColocatedSharedStore | ColocatedReplication | None:
+        """The colocated policy (shared store or replication), or None."""
+        ss, rep = self.ha_policy.shared_store, self.ha_policy.replication
+        return ss.colocated if ss is not None else rep.colocated if rep is not None else None
+
+    @model_validator(mode="after")
+    def _check_colocated(self) -> BrokerConfig:
+        colocated = self.colocated
+        if colocated is None:
+            return self
+        issues: list[tuple[RelPath, str]] = []
+        where = ("ha-policy", "shared-store" if self.ha_policy.shared_store else "replication", "colocated")
+        for index, ref in enumerate(colocated.excludes):
+            if ref not in self.connectors:
+                issues.append(((*where, "excludes", index), f"no connector named {ref!r}"))
+        sd = colocated.slave.scale_down
+        for index, ref in enumerate(sd.connectors if sd is not None else ()):
+            if ref not in self.connectors:
+                issues.append(((*where, "slave", "scale-down", "connectors", index), f"no connector named {ref!r}"))
+        if colocated.request_backup and not self.discovery_groups and not self.cluster_connections:
+            issues.append(((*where, "request-backup"), "a live finds the nodes to ask through its discovery "
+                                                      "groups or cluster connections: configure one"))
         _raise_issues(issues)
         return self
 

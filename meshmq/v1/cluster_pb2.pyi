@@ -196,14 +196,18 @@ class ForwardConfirm(_message.Message):
     def __init__(self, batch_id: _Optional[int] = ..., refused: _Optional[str] = ...) -> None: ...
 
 class BackupRequest(_message.Message):
-    __slots__ = ("node_id", "node_name", "journal_url")
+    __slots__ = ("node_id", "node_name", "journal_url", "kind", "connector")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     JOURNAL_URL_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     node_name: str
     journal_url: str
-    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., journal_url: _Optional[str] = ...) -> None: ...
+    kind: str
+    connector: str
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., journal_url: _Optional[str] = ..., kind: _Optional[str] = ..., connector: _Optional[str] = ...) -> None: ...
 
 class BackupReply(_message.Message):
     __slots__ = ("accepted", "reason", "backup_connector", "node_name")

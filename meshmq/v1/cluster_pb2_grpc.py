@@ -84,8 +84,8 @@ class ClusterServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RequestBackup(self, request, context):
-        """A colocated live asks this node to host a backup of its shared store
-        (ha-policy shared-store colocated; services/ha-coordinator/colocated.py).
+        """A colocated live asks this node to host a backup of it (ha-policy
+        shared-store or replication colocated; services/ha-coordinator/colocated.py).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -54,8 +54,8 @@ class ClassicActivation(ReplicatingPair):
         self._local_store = local_store
         rep = config.ha_policy.replication
         assert rep is not None and rep.classic
-        self.master = rep.master
-        self.role = rep.master or rep.slave
+        self.master = rep.own().master  # a colocated node is the master of its own store
+        self.role = self.master or rep.slave
         self.passive_start = rep.slave is not None
         self.instance = f"{config.name}/{uuid.uuid4()}"
         self.description = "classic replication (quorum votes)"

@@ -1,19 +1,22 @@
-"""Colocated backups on a shared store (Artemis's colocated HA policy).
+"""Colocated backups (Artemis's colocated HA policy), on a shared store or by replication.
 
-Every node is the live of its own PostgreSQL store and hosts, in its own
-process, backups of other lives' stores: a live with `request-backup` asks
+Every node is the live of its own store and hosts, in its own process,
+backups of other lives' stores: a live with `request-backup` asks
 the other nodes it knows (its topology and its cluster connections' static
 connectors) in turn, until one accepts (`backup-request-retries` rounds,
 `backup-request-retry-interval` apart); a node accepts while it hosts fewer
 than `max-backups` and none of that live already.
 
-A hosted backup is an ordinary shared-store slave run beside the host's own
-router (services/embedded.py starts it): the host's configuration with the
-name `colocated_backup_<n>`, a data directory of its own, its acceptor and
+A hosted backup is an ordinary slave run beside the host's own router
+(services/embedded.py starts it): the host's configuration with the name
+`colocated_backup_<n>`, a data directory of its own, its acceptor and
 connector ports moved by n x `backup-port-offset` (the connectors named in
-`excludes`, those of other nodes, keep theirs), the requester's store and the
-colocated `slave` policy. It waits for the requester's lease like any backup
-and takes the store over when the lease lapses. With the slave's
+`excludes`, those of other nodes, keep theirs) and the colocated `slave`
+policy. On a shared store it waits for the requester's lease (the request
+names the store) and takes the store over when the lease lapses; by
+replication it copies the requester's store into its own directory (the
+request names the requester's endpoint, the one live it replicates) and
+takes over by a classic vote when the requester goes. With the slave's
 `scale-down`, it then moves every message to another live at once and stops;
 a scale-down that names no node goes to the host itself (Artemis: its in-VM
 connector), so the host ends up with the dead live's messages.
@@ -30,13 +33,17 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import grpc
 
-from meshmq.config.models import BrokerConfig, ColocatedSharedStore, HaPolicy, SharedStore, parse_host_port
+from meshmq.config.models import (
+    BrokerConfig, ClusterConnection, Colocated, HaPolicy, Replication, SharedStore, parse_host_port,
+)
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 
 log = logging.getLogger("meshmq.ha")
 
 HOST_CONNECTOR = "colocated-host"  # the connector a hosted backup scales down to when its slave names none
+LIVE_CONNECTOR = "colocated-live"  # a hosted replicating backup's live: the one it replicates and votes on
+SHARED_STORE, REPLICATION = "shared-store", "replication"
 START_TIMEOUT_S = 30.0  # a hosted backup reports its passive start within this, or the request is refused
 
 
@@ -45,9 +52,13 @@ def _moved(endpoint: str, by: int) -> str:
     return f"{host}:{port + by}" if port else endpoint
 
 
-def backup_config(host: BrokerConfig, colocated: ColocatedSharedStore, n: int, journal_url: str,
+def kind_of(config: BrokerConfig) -> str:
+    return SHARED_STORE if config.ha_policy.shared_store is not None else REPLICATION
+
+
+def backup_config(host: BrokerConfig, colocated: Colocated, n: int, request: cpb.BackupRequest,
                   host_endpoint: str) -> BrokerConfig:
-    """The configuration of the `n`-th (1-based) backup this host runs for the store at `journal_url`."""
+    """The configuration of the `n`-th (1-based) backup this host runs for `request`'s live."""
     offset = n * colocated.backup_port_offset
     name = f"colocated_backup_{n}"
     connectors = {ref: endpoint if ref in colocated.excludes else _moved(endpoint, offset)
@@ -57,26 +68,41 @@ def backup_config(host: BrokerConfig, colocated: ColocatedSharedStore, n: int, j
     if sd is not None and not sd.connectors and sd.discovery_group_ref is None:
         connectors[HOST_CONNECTOR] = host_endpoint
         slave = slave.model_copy(update={"scale_down": sd.model_copy(update={"connectors": (HOST_CONNECTOR,)})})
-    return host.model_copy(update={
+    update = {
         "name": name,
         "data_directory": host.data_directory / name,
         "acceptors": tuple(a.model_copy(update={"port": a.port + offset if a.port else 0}) for a in host.acceptors),
         "connectors": connectors,
-        "journal": host.journal.model_copy(update={"url": journal_url, "address": None}),
-        "ha_policy": HaPolicy(shared_store=SharedStore(slave=slave)),
-    })
+    }
+    if kind_of(host) == SHARED_STORE:
+        update["journal"] = host.journal.model_copy(update={"url": request.journal_url, "address": None})
+        update["ha_policy"] = HaPolicy(shared_store=SharedStore(slave=slave))
+    else:  # its own SQLite copy under its data directory, of the one live that asked
+        connectors[LIVE_CONNECTOR] = request.connector
+        update["journal"] = host.journal.model_copy(update={"url": None, "address": None})
+        update["cluster_connections"] = {**host.cluster_connections,
+                                         LIVE_CONNECTOR: ClusterConnection(static_connectors=(LIVE_CONNECTOR,))}
+        update["ha_policy"] = HaPolicy(replication=Replication(
+            slave=slave.model_copy(update={"cluster_name": LIVE_CONNECTOR})))
+    return host.model_copy(update=update)
 
 
-def hosting_refusal(colocated: ColocatedSharedStore | None, hosted: Iterable[str], requester: str,
-                    own_node_id: str, journal_url: str) -> str | None:
-    """Why this node does not host a backup of `requester`'s store, or None: it may."""
+def hosting_refusal(colocated: Colocated | None, kind: str, hosted: Iterable[str], request: cpb.BackupRequest,
+                    own_node_id: str) -> str | None:
+    """Why this node (whose colocated policy is of `kind`) does not host a backup of
+    `request`'s live, or None: it may."""
     hosted = set(hosted)
+    requester = request.node_id
     if colocated is None:
         return "this node has no colocated ha-policy: it hosts no backups"
     if requester == own_node_id:
         return "a node does not back itself up"
-    if not journal_url.startswith("postgresql"):
+    if request.kind != kind:
+        return f"this node hosts {kind} backups; the request is for a {request.kind or 'unnamed'} policy"
+    if kind == SHARED_STORE and not request.journal_url.startswith("postgresql"):
         return "a colocated backup shares the live's PostgreSQL store; the request names none"
+    if kind == REPLICATION and not request.connector:
+        return "a replicating backup copies the live that asked; the request names no endpoint"
     if requester in hosted:
         return "this node already hosts a backup of that live"
     if len(hosted) >= colocated.max_backups:
@@ -98,9 +124,10 @@ class ColocatedBackups:
     """One node's colocated policy at work: the backups it hosts, and its request for one of its own."""
 
     def __init__(self, config: BrokerConfig, run_backup: RunBackup) -> None:
-        assert config.ha_policy.shared_store is not None and config.ha_policy.shared_store.colocated is not None
+        assert config.colocated is not None
         self.config = config
-        self.colocated = config.ha_policy.shared_store.colocated
+        self.colocated = config.colocated
+        self.kind = kind_of(config)
         self._run_backup = run_backup
         self._hosted: dict[str, tuple[int, asyncio.Task]] = {}  # requester node id -> (slot, its run)
         self._lock = asyncio.Lock()
@@ -112,13 +139,13 @@ class ColocatedBackups:
 
     async def handle(self, request: cpb.BackupRequest) -> cpb.BackupReply:
         async with self._lock:  # two requests at once must not both take the last slot
-            why = hosting_refusal(self.colocated, self._hosted, request.node_id, self.node_id, request.journal_url)
+            why = hosting_refusal(self.colocated, self.kind, self._hosted, request, self.node_id)
             if why is not None or not self.endpoint:
                 why = why or "this node is not serving yet"
                 log.info("colocated: not hosting a backup of %s (%s): %s", request.node_name, request.node_id, why)
                 return cpb.BackupReply(accepted=False, reason=why, node_name=self.config.name)
             n = free_slot((slot for slot, _ in self._hosted.values()), self.colocated.max_backups)
-            config = backup_config(self.config, self.colocated, n, request.journal_url, self.endpoint)
+            config = backup_config(self.config, self.colocated, n, request, self.endpoint)
             started: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
             task = asyncio.create_task(self._host(request, config, started))
             self._hosted[request.node_id] = (n, task)
@@ -162,8 +189,9 @@ class ColocatedBackups:
     async def request_backup(self, candidates: Callable[[], list[str]], identity) -> bool:
         """Ask the nodes `candidates()` names, in turn, to host a backup of this node's store,
         for backup-request-retries rounds (-1: until one does); True once one accepted."""
-        request = cpb.BackupRequest(node_id=self.node_id, node_name=self.config.name,
-                                    journal_url=self.config.journal.url or "")
+        request = cpb.BackupRequest(node_id=self.node_id, node_name=self.config.name, kind=self.kind,
+                                    journal_url=(self.config.journal.url or "") if self.kind == SHARED_STORE else "",
+                                    connector=self.endpoint)
         rounds = 0
         while True:
             for endpoint in candidates():

@@ -98,3 +98,56 @@ async def test_a_node_hosts_no_more_than_max_backups_and_says_why(nodes, make_pg
     assert log_has(b, "h will not host a backup of this node: this node hosts max-backups=1 already")
     async with await connect(host.url) as conn:  # the host itself serves on
         assert (await conn.admin.node_info()).name == "h"
+
+
+def colocated_replicating(nodes: Nodes, name: str, port: int, peers: dict[str, int]) -> object:
+    connectors = "".join(f"  {peer}: 127.0.0.1:{peer_port}\n" for peer, peer_port in peers.items())
+    return nodes.router(name, extra=(
+        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}}}\n"
+        f"connectors:\n{connectors}"
+        f"cluster-connections:\n  cc: {{static-connectors: [{', '.join(peers)}], check-period: 500, "
+        "connection-ttl: 2000}\n"
+        "ha-policy:\n  replication:\n    colocated:\n"
+        "      request-backup: true\n      backup-request-retry-interval: 200\n      max-backups: 2\n"
+        f"      backup-port-offset: {_offset_to_a_free_port(port)}\n"
+        f"      excludes: [{', '.join(peers)}]\n"
+        "      master: {vote-retry-wait: 200, quorum-vote-wait: 2}\n"
+        "      slave: {vote-retry-wait: 200, quorum-vote-wait: 2, scale-down: {}}\n"
+        f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"))
+
+
+async def test_by_replication_each_live_hosts_a_copy_of_another_and_a_killed_live_s_messages_move_to_its_host(
+    nodes,
+):
+    """The seed's colocated example, with replication, on three lives: each hosted slave
+    copies the live that asked into a store of its own; when that live is killed, the
+    slave takes over and scales its messages down to its host; the live whose own copy
+    died with the killed node goes on confirming (the third live takes the notice that
+    the copy is stale)."""
+    ports = {name: free_port() for name in ("x", "y", "z")}
+    lives = {name: colocated_replicating(nodes, name, port, {p: q for p, q in ports.items() if p != name})
+             for name, port in ports.items()}
+
+    async def backed_up(node) -> bool:  # the live names its in-sync backup
+        info = await node_info(node)
+        return not isinstance(info, Exception) and bool(info.backup_connector)
+    for node in lives.values():
+        await eventually(lambda: backed_up(node), 30, f"{node.name}'s copy to be in sync")
+    x = lives["x"]
+    assert (await node_info(x)).ha_policy == "replication colocated"
+    # (With max-backups 1, two lives may take each other and leave the third none: 2 here.)
+    host, slot = next((n, slot) for n in lives.values() for slot in ("colocated_backup_1", "colocated_backup_2")
+                      if log_has(n, f"colocated: hosting {slot}, a backup of x "))
+    assert (nodes.tmp / f"{host.name}-data" / slot / "journal.db").is_file()  # its copy of x
+
+    await send(x, 0, 100)
+    await asyncio.to_thread(x.kill9)
+    await eventually(lambda: log_has(host, f"colocated: {slot} (backup of x) stopped"), 60,
+                     "the copy of x to take over, scale down and stop")
+    assert log_has(host, "scaled down 100 messages to")
+    assert all(n.proc.poll() is None for n in lives.values() if n is not x)
+    got = await drain(host, 100)
+    assert got == list(range(100))
+    for node in lives.values():  # every survivor confirms again
+        if node is not x:
+            await send(node, 1000, 1)

@@ -148,9 +148,8 @@ class ClusterServicer(cgrpc.ClusterServicer):
         refused = self._refusal(context, "backup request")
         if refused is not None:
             await abort_with(context, refused)
-        if not request.node_id or not request.journal_url:
-            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup request needs node_id and "
-                                                                          "journal_url"))
+        if not request.node_id or not request.kind:
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup request needs node_id and kind"))
         if self._backup_requests is None:
             return cpb.BackupReply(accepted=False, node_name=self.broker.name,
                                    reason="this node has no colocated ha-policy: it hosts no backups")
