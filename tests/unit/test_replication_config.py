@@ -62,8 +62,11 @@ def test_the_roles_and_their_defaults():
      "data-directory); for a shared PostgreSQL store use shared-store"),
     ("ha-policy: {replication: {primary: {manager: {properties: {connect-string: 'nohost'}}}}}\n",
      "node.yaml:1: ha-policy.replication.primary.manager.properties.connect-string:"),
-    ("ha-policy: {replication: {colocated: {}}}\n",
-     "node.yaml:1: ha-policy.replication.colocated: unknown key (expected one of: primary, backup, master, slave)"),
+    ("ha-policy: {replication: {colocated: {request-backup: true}}}\n",
+     "node.yaml:1: ha-policy.replication.colocated.request-backup: a live finds the nodes to ask through its "
+     "discovery groups or cluster connections: configure one"),
+    ("ha-policy: {replication: {colocated: {excludes: [nobody]}}}\n",
+     "node.yaml:1: ha-policy.replication.colocated.excludes[0]: no connector named 'nobody'"),
     (f"ha-policy: {{replication: {{master: {{}}, primary: {{{MANAGER}}}}}}}\n",
      "node.yaml:1: ha-policy.replication: give exactly one role: master or slave"),
     ("ha-policy: {replication: {slave: {}}}\n",
