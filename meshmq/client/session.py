@@ -71,6 +71,7 @@ class _OldStream:
         self.server = server
         self.batches = batches
         self.changed = asyncio.Event()
+        self.retiring: asyncio.Task | None = None  # Session._retire (held here: a task nobody holds may vanish)
 
     def owes(self, consumers) -> bool:
         if any(c._owes_old_stream() for c in consumers):
@@ -406,7 +407,7 @@ class Session:
         nothing handed unsettled (a transaction cannot span two nodes). A session that owns
         temporary or non-durable queues stays: their messages would not come along."""
         if (self._closed or self._failure is not None or not self._ready.is_set() or self._recovery is not None
-                or self._old is not None or self._ending or self._volatile_queues):
+                or self._old is not None or self._opening is not None or self._ending or self._volatile_queues):
             return False
         if any(p._large_sending for p in self._producers.values()):
             return False
@@ -480,7 +481,7 @@ class Session:
         self.server = server
         self.node_id, self.session_id = stream.node_id, stream.session_id
         waits = self._queue_creates()
-        asyncio.create_task(self._retire(old))
+        old.retiring = asyncio.create_task(self._retire(old))
         self.moves += 1
         log.info("session %s moved from %s to %s (rebalance)", self.session_id, left.target, server.target)
         await self._await_creates(waits)

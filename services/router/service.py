@@ -19,9 +19,9 @@ from meshmq.journal_client import JournalAPI
 from meshmq.runtime import NodeHalted, ScaleDownFailed, first_done, report_ready, until_signalled
 from meshmq.security.cluster_identity import start_warnings
 
+from .cluster.link_service import BackupRequests
 from .membership import RouterMembership
 from .passive import PassiveServer
-from .cluster.link_service import BackupRequests
 from .server import RouterNode
 
 log = logging.getLogger("meshmq")
@@ -147,8 +147,8 @@ async def run_router(
 
 
 async def _scale_down_on_activation(node: RouterNode, serve: Callable[[], Awaitable]) -> bool:
-    """A shared-store slave with scale-down that took the store over (Artemis's "Scale Down
-    and Backups"): every message goes to another live at once, clients are told to
+    """A slave with scale-down (shared store, or classic replication) that took the store
+    over (Artemis's "Scale Down and Backups"): every message goes to another live at once, clients are told to
     reconnect there, and the node stops (True). If no node can take them, it serves them
     itself rather than leave them unavailable (False once it stops serving)."""
     try:

@@ -15,8 +15,8 @@ from meshmq.v1 import ha_coordinator_pb2 as hpb
 from meshmq.v1 import ha_coordinator_pb2_grpc as hgrpc
 from tests.fixtures.nodes import Nodes, ServiceProcess, eventually, free_port
 
-from .test_replication import in_sync
-from .test_shared_store import QUEUE, answers, drain, log_has, node_info, send
+from .test_replication import in_sync, pair
+from .test_shared_store import answers, drain, log_has, node_info, send
 
 pytestmark = pytest.mark.integration
 
@@ -31,21 +31,12 @@ def coordinator(nodes: Nodes, name: str, etcd, extra: str = "") -> ServiceProces
     return p.start()
 
 
-def pair_through(nodes: Nodes, coordinators: list[ServiceProcess], extra: str = "") -> tuple:
+def pair_through(nodes: Nodes, coordinators: list[ServiceProcess]) -> tuple:
+    """A primary and its backup whose quorum manager is the HA coordinator."""
     connect_string = ",".join(c.endpoint for c in coordinators)
-    manager = (f"manager: {{class-name: coordinator, properties: {{connect-string: '{connect_string}', "
-               f"session-ms: 2000, session-percent: 25, namespace: {NAMESPACE}}}}}")
-    ports = {"primary": free_port(), "backup": free_port()}
-    common = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n{extra}"
-    primary = nodes.router("primary", extra=(
-        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['primary']}}}\n"
-        f"ha-policy:\n  replication:\n    primary: {{{manager}}}\n" + common))
-    backup = nodes.router("backup", extra=(
-        f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['backup']}}}\n"
-        f"connectors: {{primary: '127.0.0.1:{ports['primary']}'}}\n"
-        "cluster-connections: {ha: {static-connectors: [primary]}}\n"
-        f"ha-policy:\n  replication:\n    backup: {{{manager}}}\n" + common))
-    return primary, backup
+    return pair(nodes, None, manager=(
+        f"manager: {{class-name: coordinator, properties: {{connect-string: '{connect_string}', "
+        f"session-ms: 2000, session-percent: 25, namespace: {NAMESPACE}}}}}"))
 
 
 async def quorums(coord: ServiceProcess, metadata=()) -> list[hpb.QuorumState]:

@@ -25,10 +25,11 @@ MANAGER = ("manager: {{properties: {{connect-string: '{etcd}', session-ms: {sess
 
 
 def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True, session_ms: int = 2000,
-         backup_keys: str = "") -> tuple:
-    """A primary and its backup (started in that order), each on a port picked now."""
+         backup_keys: str = "", manager: str = "") -> tuple:
+    """A primary and its backup (started in that order), each on a port picked now;
+    `manager` replaces the etcd one (the HA coordinator's tests)."""
     ports = {"primary": free_port(), "backup": free_port()}
-    manager = MANAGER.format(etcd=etcd.endpoint, ns=ns, session=session_ms)
+    manager = manager or MANAGER.format(etcd=etcd.endpoint, ns=ns, session=session_ms)
     common = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
     primary = nodes.router("primary", extra=(
         f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['primary']}}}\n"
