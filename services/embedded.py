@@ -131,6 +131,7 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
 async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_ready: Callable[[dict], None] | None,
                            on_bound: Callable[[BrokerConfig], None], colocation: dict) -> str | None:
     """One run of a replicating node, from waiting (a backup) to stopping."""
+    from services.ha_coordinator.pairing import pairing_refusal
     from services.router.cluster.link_identity import link_identity
     from services.router.replica import ReplicaRunner
     from services.router.replication import ReplicatingJournal
@@ -165,6 +166,7 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
             forget_replica=activation.forget_copy,
             coordination_id=(lambda: journal.node_id) if rep.classic else lambda: activation.quorum.coordination_id,
             on_fenced=lambda why: None,  # its refused writes halt the router
+            pairing_refusal=pairing_refusal,
             on_failback=activation.step_down if rep.backup_role is not None and rep.backup_role.allow_failback
             else None)
         activation.node_id = lambda: journal.node_id

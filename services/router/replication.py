@@ -92,6 +92,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
                  sync_timeout_ms: int, ack_timeout_s: float,
                  mark_in_sync: Callable[[str], Awaitable[bool]], forget_replica: Callable[[str], Awaitable[bool]],
                  coordination_id: Callable[[], str], on_fenced: Callable[[str], None],
+                 pairing_refusal: Callable[[str, str, str, str], str | None],
                  on_failback: Callable[[str], None] | None = None) -> None:
         self.inner = inner
         self.description = inner.description
@@ -108,6 +109,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._coordination_id = coordination_id
         self._on_fenced = on_fenced
         self._on_failback = on_failback
+        # Whether this live takes a backup (the HA coordinator's group-name rule: pairing.py).
+        self._pairing_refusal = pairing_refusal
         self._stepping_down = False
         # The copy of the last in-sync backup that went: made ineligible before a write it lacks is confirmed.
         self._lost_copy: str | None = None
@@ -207,13 +210,16 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         if opened is None:
             return
         it, hello = opened
-        if self._group and hello.group_name != self._group:
-            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, f"node {self._node_name} is in group "
-                                                  f"{self._group!r}, the backup in {hello.group_name!r}"))
-            return
-        if self._attaching or (self._replica is not None and not self._replica.lost):
-            await abort_with(context, BrokerError(Reason.NOT_ACTIVE, f"node {self._node_name} has a backup "
-                                                  f"({self._replica.hello.node_name})"))
+        if self._attaching:
+            busy = "another backup, copying the store now"
+        elif self._replica is not None and not self._replica.lost:
+            busy = self._replica.hello.node_name
+        else:
+            busy = ""
+        why = self._pairing_refusal(self._node_name, self._group, hello.group_name, busy)
+        if why is not None:
+            # NOT_ACTIVE: the backup tries the next live (a group mismatch never changes, busy may).
+            await abort_with(context, BrokerError(Reason.NOT_ACTIVE if busy else Reason.INVALID_REQUEST, why))
             return
         self._attaching = True  # until the copy is taken: a second backup is refused meanwhile
         try:
