@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1emeshmq/v1/ha_coordinator.proto\x12\tmeshmq.v1\"I\n\tQuorumKey\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0f\x63oordination_id\x18\x02 \x01(\t\x12\x10\n\x08instance\x18\x03 \x01(\t\"y\n\x0bQuorumState\x12\x17\n\x0f\x63oordination_id\x18\x01 \x01(\t\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x0e\n\x06holder\x18\x03 \x01(\t\x12\x16\n\x0elive_connector\x18\x04 \x01(\t\x12\x17\n\x0fin_sync_replica\x18\x05 \x01(\t\"\xa1\x01\n\x15QuorumActivateRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.QuorumKey\x12\x10\n\x08\x61t_least\x18\x02 \x01(\x04\x12\x1a\n\rreplica_epoch\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x11\n\tconnector\x18\x04 \x01(\t\x12\x12\n\nsession_ms\x18\x05 \x01(\rB\x10\n\x0e_replica_epoch\"J\n\x13QuorumActivateReply\x12\x0f\n\x07granted\x18\x01 \x01(\x08\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x10\n\x08lease_id\x18\x03 \x01(\x03\"O\n\x10SetInSyncRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.QuorumKey\x12\x18\n\x10replica_instance\x18\x02 \x01(\t\"\x1e\n\x0eSetInSyncReply\x12\x0c\n\x04\x64one\x18\x01 \x01(\x08\"$\n\x10KeepAliveRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x03\"\x1d\n\x0eKeepAliveReply\x12\x0b\n\x03ttl\x18\x01 \x01(\x03\"\"\n\x0eReleaseRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x03\"\x0e\n\x0cReleaseReply\"\'\n\x12ListQuorumsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\";\n\x10ListQuorumsReply\x12\'\n\x07quorums\x18\x01 \x03(\x0b\x32\x16.meshmq.v1.QuorumState2\xac\x03\n\rHaCoordinator\x12\x39\n\tGetQuorum\x12\x14.meshmq.v1.QuorumKey\x1a\x16.meshmq.v1.QuorumState\x12L\n\x08\x41\x63tivate\x12 .meshmq.v1.QuorumActivateRequest\x1a\x1e.meshmq.v1.QuorumActivateReply\x12\x43\n\tSetInSync\x12\x1b.meshmq.v1.SetInSyncRequest\x1a\x19.meshmq.v1.SetInSyncReply\x12\x43\n\tKeepAlive\x12\x1b.meshmq.v1.KeepAliveRequest\x1a\x19.meshmq.v1.KeepAliveReply\x12=\n\x07Release\x12\x19.meshmq.v1.ReleaseRequest\x1a\x17.meshmq.v1.ReleaseReply\x12I\n\x0bListQuorums\x12\x1d.meshmq.v1.ListQuorumsRequest\x1a\x1b.meshmq.v1.ListQuorumsReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1emeshmq/v1/ha_coordinator.proto\x12\tmeshmq.v1\"I\n\tQuorumKey\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x17\n\x0f\x63oordination_id\x18\x02 \x01(\t\x12\x10\n\x08instance\x18\x03 \x01(\t\"y\n\x0bQuorumState\x12\x17\n\x0f\x63oordination_id\x18\x01 \x01(\t\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x0e\n\x06holder\x18\x03 \x01(\t\x12\x16\n\x0elive_connector\x18\x04 \x01(\t\x12\x17\n\x0fin_sync_replica\x18\x05 \x01(\t\"\xa1\x01\n\x15QuorumActivateRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.QuorumKey\x12\x10\n\x08\x61t_least\x18\x02 \x01(\x04\x12\x1a\n\rreplica_epoch\x18\x03 \x01(\x04H\x00\x88\x01\x01\x12\x11\n\tconnector\x18\x04 \x01(\t\x12\x12\n\nsession_ms\x18\x05 \x01(\rB\x10\n\x0e_replica_epoch\"[\n\x13QuorumActivateReply\x12\x0f\n\x07granted\x18\x01 \x01(\x08\x12\x10\n\x08sequence\x18\x02 \x01(\x04\x12\x10\n\x08lease_id\x18\x03 \x01(\x03\x12\x0f\n\x07refusal\x18\x04 \x01(\t\"O\n\x10SetInSyncRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.QuorumKey\x12\x18\n\x10replica_instance\x18\x02 \x01(\t\"\x1e\n\x0eSetInSyncReply\x12\x0c\n\x04\x64one\x18\x01 \x01(\x08\"$\n\x10KeepAliveRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x03\"\x1d\n\x0eKeepAliveReply\x12\x0b\n\x03ttl\x18\x01 \x01(\x03\"\"\n\x0eReleaseRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\x03\"\x0e\n\x0cReleaseReply\"\'\n\x12ListQuorumsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\";\n\x10ListQuorumsReply\x12\'\n\x07quorums\x18\x01 \x03(\x0b\x32\x16.meshmq.v1.QuorumState2\xac\x03\n\rHaCoordinator\x12\x39\n\tGetQuorum\x12\x14.meshmq.v1.QuorumKey\x1a\x16.meshmq.v1.QuorumState\x12L\n\x08\x41\x63tivate\x12 .meshmq.v1.QuorumActivateRequest\x1a\x1e.meshmq.v1.QuorumActivateReply\x12\x43\n\tSetInSync\x12\x1b.meshmq.v1.SetInSyncRequest\x1a\x19.meshmq.v1.SetInSyncReply\x12\x43\n\tKeepAlive\x12\x1b.meshmq.v1.KeepAliveRequest\x1a\x19.meshmq.v1.KeepAliveReply\x12=\n\x07Release\x12\x19.meshmq.v1.ReleaseRequest\x1a\x17.meshmq.v1.ReleaseReply\x12I\n\x0bListQuorums\x12\x1d.meshmq.v1.ListQuorumsRequest\x1a\x1b.meshmq.v1.ListQuorumsReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,23 +38,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUORUMACTIVATEREQUEST']._serialized_start=244
   _globals['_QUORUMACTIVATEREQUEST']._serialized_end=405
   _globals['_QUORUMACTIVATEREPLY']._serialized_start=407
-  _globals['_QUORUMACTIVATEREPLY']._serialized_end=481
-  _globals['_SETINSYNCREQUEST']._serialized_start=483
-  _globals['_SETINSYNCREQUEST']._serialized_end=562
-  _globals['_SETINSYNCREPLY']._serialized_start=564
-  _globals['_SETINSYNCREPLY']._serialized_end=594
-  _globals['_KEEPALIVEREQUEST']._serialized_start=596
-  _globals['_KEEPALIVEREQUEST']._serialized_end=632
-  _globals['_KEEPALIVEREPLY']._serialized_start=634
-  _globals['_KEEPALIVEREPLY']._serialized_end=663
-  _globals['_RELEASEREQUEST']._serialized_start=665
-  _globals['_RELEASEREQUEST']._serialized_end=699
-  _globals['_RELEASEREPLY']._serialized_start=701
-  _globals['_RELEASEREPLY']._serialized_end=715
-  _globals['_LISTQUORUMSREQUEST']._serialized_start=717
-  _globals['_LISTQUORUMSREQUEST']._serialized_end=756
-  _globals['_LISTQUORUMSREPLY']._serialized_start=758
-  _globals['_LISTQUORUMSREPLY']._serialized_end=817
-  _globals['_HACOORDINATOR']._serialized_start=820
-  _globals['_HACOORDINATOR']._serialized_end=1248
+  _globals['_QUORUMACTIVATEREPLY']._serialized_end=498
+  _globals['_SETINSYNCREQUEST']._serialized_start=500
+  _globals['_SETINSYNCREQUEST']._serialized_end=579
+  _globals['_SETINSYNCREPLY']._serialized_start=581
+  _globals['_SETINSYNCREPLY']._serialized_end=611
+  _globals['_KEEPALIVEREQUEST']._serialized_start=613
+  _globals['_KEEPALIVEREQUEST']._serialized_end=649
+  _globals['_KEEPALIVEREPLY']._serialized_start=651
+  _globals['_KEEPALIVEREPLY']._serialized_end=680
+  _globals['_RELEASEREQUEST']._serialized_start=682
+  _globals['_RELEASEREQUEST']._serialized_end=716
+  _globals['_RELEASEREPLY']._serialized_start=718
+  _globals['_RELEASEREPLY']._serialized_end=732
+  _globals['_LISTQUORUMSREQUEST']._serialized_start=734
+  _globals['_LISTQUORUMSREQUEST']._serialized_end=773
+  _globals['_LISTQUORUMSREPLY']._serialized_start=775
+  _globals['_LISTQUORUMSREPLY']._serialized_end=834
+  _globals['_HACOORDINATOR']._serialized_start=837
+  _globals['_HACOORDINATOR']._serialized_end=1265
 # @@protoc_insertion_point(module_scope)

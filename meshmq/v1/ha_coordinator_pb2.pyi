@@ -45,14 +45,16 @@ class QuorumActivateRequest(_message.Message):
     def __init__(self, key: _Optional[_Union[QuorumKey, _Mapping]] = ..., at_least: _Optional[int] = ..., replica_epoch: _Optional[int] = ..., connector: _Optional[str] = ..., session_ms: _Optional[int] = ...) -> None: ...
 
 class QuorumActivateReply(_message.Message):
-    __slots__ = ("granted", "sequence", "lease_id")
+    __slots__ = ("granted", "sequence", "lease_id", "refusal")
     GRANTED_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     LEASE_ID_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
     granted: bool
     sequence: int
     lease_id: int
-    def __init__(self, granted: _Optional[bool] = ..., sequence: _Optional[int] = ..., lease_id: _Optional[int] = ...) -> None: ...
+    refusal: str
+    def __init__(self, granted: _Optional[bool] = ..., sequence: _Optional[int] = ..., lease_id: _Optional[int] = ..., refusal: _Optional[str] = ...) -> None: ...
 
 class SetInSyncRequest(_message.Message):
     __slots__ = ("key", "replica_instance")

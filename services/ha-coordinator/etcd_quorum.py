@@ -63,6 +63,24 @@ async def keep_alive(refresh: Callable[[], Awaitable[int]], failures: tuple[type
         last = sent
 
 
+def activation_refusal(*, holder: str | None, sequence: int, in_sync: str, instance: str,
+                       replica_epoch: int | None) -> str | None:
+    """Why `instance` may not activate now, or None: it may (pluggable quorum's rule,
+    pure). Nobody may hold `live`; a backup (`replica_epoch` set) also needs the
+    in-sync mark to name it and its copy to be of the last activation's epoch.
+    `EtcdQuorum.activate` checks it first for a reason, then enforces the same in
+    one etcd transaction (what another node did in between cannot slip through)."""
+    if holder:
+        return f"{holder} holds the lock"
+    if replica_epoch is not None:
+        if replica_epoch != sequence:
+            return (f"the copy is of epoch {replica_epoch} and the last activation was {sequence}: "
+                    "a node served since, the copy is stale")
+        if in_sync != instance:
+            return f"the in-sync mark names {in_sync or 'no copy'}, not this one"
+    return None
+
+
 class EtcdQuorum:
     """One node's view of its coordination id in etcd: the router's own (`class-name:
     etcd`), or one call's in the HA coordinator, which shares one `backend` among all."""
@@ -76,6 +94,7 @@ class EtcdQuorum:
                                                request_timeout_s=props.connection_ms / 1000)
         self.description = f"quorum {self._backend.description}"
         self.lease_id = 0
+        self.refusal = ""  # why the last activate() was refused
         self.set_coordination_id(coordination_id)
 
     def set_coordination_id(self, coordination_id: str) -> None:
@@ -129,12 +148,16 @@ class EtcdQuorum:
         None when the conditions do not hold (someone serves, or the copy is stale)."""
         t = self._backend.client.transactions
         current = await self.sequence()
+        why = activation_refusal(holder=await self.holder(), sequence=current, instance=self.instance,
+                                 in_sync=await self.in_sync_replica() if replica_epoch is not None else "",
+                                 replica_epoch=replica_epoch)
+        if why is not None:
+            self.refusal = why
+            return None
         new = max(current + 1, at_least)
         compare = [t.version(self.live_key) == 0, t.value(self.sequence_key) == str(current).encode()
                    if current else t.version(self.sequence_key) == 0]
         if replica_epoch is not None:
-            if replica_epoch != current:
-                return None
             compare.append(t.value(self.replica_key) == self.instance.encode())
         lease = await self._grant()
         ok, _ = await self._call("activate", self._backend.client.transaction, compare=compare, success=[
@@ -145,6 +168,7 @@ class EtcdQuorum:
         ], failure=[])
         if not ok:
             await self._backend.revoke_quietly(lease)
+            self.refusal = "another node changed the quorum meanwhile"
             return None
         self.lease_id = lease
         log.info("%s: %s holds %s at activation sequence %d", self.description, self.instance,

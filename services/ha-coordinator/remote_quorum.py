@@ -36,6 +36,7 @@ class RemoteQuorum:
         self._stubs = [hgrpc.HaCoordinatorStub(channel) for channel in self._channels]
         self.description = f"quorum through the HA coordinator at {props.connect_string}"
         self.lease_id = 0
+        self.refusal = ""  # why the last activate() was refused
         self._answering = ""  # the instance that answered last (a change is logged)
         self.set_coordination_id(coordination_id)
 
@@ -93,6 +94,7 @@ class RemoteQuorum:
             request.replica_epoch = replica_epoch
         reply = await self._call("Activate", request)
         if not reply.granted:
+            self.refusal = reply.refusal
             return None
         self.lease_id = reply.lease_id
         log.info("%s: %s holds %s at activation sequence %d", self.description, self.instance,

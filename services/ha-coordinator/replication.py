@@ -93,7 +93,7 @@ class ReplicationActivation(ReplicatingPair):
                     floor = await self.quorum.activate(at_least=epoch + 1, connector=self.connector)
                     if floor is not None:
                         return floor
-                    why = f"another node holds {self.quorum.live_key.decode()}; waiting"
+                    why = f"not activating ({self.quorum.refusal}); waiting"
             except Exception as exc:
                 why = f"cannot reach the quorum ({exc}); retrying"
             if why != said:

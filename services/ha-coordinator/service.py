@@ -77,7 +77,7 @@ class HaCoordinatorServicer(hgrpc.HaCoordinatorServicer):
             sequence = await q.activate(at_least=request.at_least, replica_epoch=replica_epoch,
                                         connector=request.connector)
             if sequence is None:
-                return hpb.QuorumActivateReply(granted=False)
+                return hpb.QuorumActivateReply(granted=False, refusal=q.refusal)
             return hpb.QuorumActivateReply(granted=True, sequence=sequence, lease_id=q.lease_id)
         return await self._answer(context, call)
 
