@@ -15,6 +15,8 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
+log = logging.getLogger("meshmq")
+
 
 class ScaleDownFailed(Exception):
     """A node stopped with scale-down enabled could not hand its messages to
@@ -92,3 +94,27 @@ async def until_signalled(extra: asyncio.Future | None = None) -> None:
     await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     for w in waiters:
         w.cancel()
+
+
+async def serve_until_signalled(listener, service: str, add: Callable, interceptors: list, info: dict, *,
+                                ready_file: str | None, on_ready: Callable[[dict], None] | None,
+                                grace_s: float, detail: str) -> None:
+    """What `meshmq serve journal|discovery|ha-coordinator` do alike once their core
+    is up: a gRPC server with `interceptors`, `add(server)` puts the servicer on it,
+    listening on `listener`; then the ready file (`info` plus "service" and
+    "endpoints"), a log line, and serving until SIGINT/SIGTERM, stopping with `grace_s`."""
+    import grpc
+
+    from meshmq.transport import bind_listener, server_options
+
+    server = grpc.aio.server(options=server_options(), interceptors=interceptors)
+    add(server)
+    endpoint = bind_listener(server, listener, service)
+    await server.start()
+    report_ready({"service": service, "endpoints": [endpoint], **info}, ready_file, on_ready)
+    log.info("%s service listening on %s, %s", service, endpoint, detail)
+    try:
+        await until_signalled()
+    finally:
+        await server.stop(grace_s)
+

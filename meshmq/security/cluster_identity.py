@@ -28,6 +28,8 @@ be hashes): the same file is what the router sends it from.
 
 from __future__ import annotations
 
+import logging
+
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -57,6 +59,16 @@ def service_problem(config: BrokerConfig, service: str) -> str | None:
                 f"accepts any caller; give every process of the cluster the same cluster-user and "
                 f"cluster-password ({_SEE})")
     return None
+
+
+def check_service_start(config: BrokerConfig, service: str, log: logging.Logger) -> None:
+    """Refuse to start the `service` service when its config needs a cluster password it
+    lacks (ClusterIdentityError); log what it warns about at every start."""
+    problem = service_problem(config, service)
+    if problem is not None:
+        raise ClusterIdentityError(problem)
+    for warning in start_warnings(config, service):
+        log.warning(warning)
 
 
 def start_warnings(config: BrokerConfig, service: str) -> list[str]:

@@ -9,11 +9,10 @@ import grpc
 
 from meshmq.config.models import BrokerConfig
 from meshmq.discovery import DiscoveryCore
-from meshmq.runtime import report_ready, until_signalled
+from meshmq.runtime import serve_until_signalled
 from meshmq.security import cluster_identity
 from meshmq.security.authentication import Authenticator
 from meshmq.service_registry import Service
-from meshmq.transport import bind_listener, server_options
 
 from .config import served_group
 from .server import READ_METHODS, add_discovery_service
@@ -37,36 +36,19 @@ async def run_discovery(
     An unreachable etcd stops it at start (after initial-wait-timeout) with
     DiscoveryUnavailableError naming the endpoints."""
     group_name, group = served_group(config.discovery_groups, config.discovery)
-    problem = cluster_identity.service_problem(config, "discovery")
-    if problem is not None:
-        raise cluster_identity.ClusterIdentityError(problem)
-    for warning in cluster_identity.start_warnings(config, "discovery"):
-        log.warning(warning)
+    cluster_identity.check_service_start(config, "discovery", log)
     core = DiscoveryCore.for_group(group)
     try:
         await core.start()
-        server = grpc.aio.server(options=server_options(), interceptors=identity_check(config))
-        add_discovery_service(server, core)
-        endpoint = bind_listener(server, config.discovery.listen, "discovery")
-        await server.start()
-        info = {
-            "service": "discovery",
-            "endpoints": [endpoint],
-            "backend": core.description,
-            "discovery_group": group_name,
-            "cluster_name": group.cluster_name,
-        }
-        report_ready(info, ready_file, on_ready)
-        log.info("discovery service listening on %s, %s", endpoint, core.description)
-        try:
-            await until_signalled()
-        finally:
-            # Leases held for nodes are not revoked: the nodes are alive and join
-            # again (here or at another instance); unclaimed ones lapse.
-            await server.stop(1)
+        # Leases held for nodes are not revoked at the stop: the nodes are alive and join
+        # again (here or at another instance); unclaimed ones lapse.
+        await serve_until_signalled(
+            config.discovery.listen, "discovery", lambda server: add_discovery_service(server, core),
+            identity_check(config),
+            {"backend": core.description, "discovery_group": group_name, "cluster_name": group.cluster_name},
+            ready_file=ready_file, on_ready=on_ready, grace_s=1, detail=core.description)
     finally:
         await core.close()
-
 
 DISCOVERY = Service(
     name="discovery",

@@ -23,10 +23,10 @@ from meshmq.config.models import BrokerConfig, QuorumProperties
 from meshmq.discovery.errors import DiscoveryError, DiscoveryUnavailableError
 from meshmq.discovery.etcd_backend import EtcdBackend
 from meshmq.errors import BrokerError, Reason, abort_with
-from meshmq.runtime import report_ready, until_signalled
+from meshmq.runtime import serve_until_signalled
 from meshmq.security import cluster_identity
 from meshmq.service_registry import Service
-from meshmq.transport import add_servicer, bind_listener, server_options
+from meshmq.transport import add_servicer
 from meshmq.v1 import ha_coordinator_pb2 as hpb
 from meshmq.v1 import ha_coordinator_pb2_grpc as hgrpc
 
@@ -117,31 +117,20 @@ async def run_ha_coordinator(
     config: BrokerConfig, *, ready_file: str | None = None, on_ready: Callable[[dict], None] | None = None
 ) -> None:
     """The HA coordinator on ha-coordinator.listen, keeping quorums in ha-coordinator.etcd."""
-    problem = cluster_identity.service_problem(config, "ha-coordinator")
-    if problem is not None:
-        raise cluster_identity.ClusterIdentityError(problem)
-    for warning in cluster_identity.start_warnings(config, "ha-coordinator"):
-        log.warning(warning)
+    cluster_identity.check_service_start(config, "ha-coordinator", log)
     settings = config.ha_coordinator
     backend = EtcdBackend(settings.etcd.endpoints, username=settings.etcd.username, password=settings.etcd.password)
     try:
         await backend.check(10)
-        server = grpc.aio.server(options=server_options(),
-                                 interceptors=cluster_identity.server_interceptors(config, "ha-coordinator"))
-        add_servicer(server, HaCoordinatorServicer(backend), hpb.DESCRIPTOR.services_by_name["HaCoordinator"])
-        endpoint = bind_listener(server, settings.listen, "ha-coordinator")
-        await server.start()
-        report_ready({"service": "ha-coordinator", "endpoints": [endpoint], "backend": backend.description},
-                     ready_file, on_ready)
-        log.info("HA coordinator listening on %s, %s", endpoint, backend.description)
-        try:
-            await until_signalled()
-        finally:
-            # Leases are not revoked: their routers are alive and keep them through another instance.
-            await server.stop(1)
+        # Leases are not revoked at the stop: their routers are alive and keep them through another instance.
+        await serve_until_signalled(
+            settings.listen, "ha-coordinator",
+            lambda server: add_servicer(server, HaCoordinatorServicer(backend),
+                                        hpb.DESCRIPTOR.services_by_name["HaCoordinator"]),
+            cluster_identity.server_interceptors(config, "ha-coordinator"), {"backend": backend.description},
+            ready_file=ready_file, on_ready=on_ready, grace_s=1, detail=backend.description)
     finally:
         await backend.close()
-
 
 HA_COORDINATOR = Service(
     name="ha-coordinator",

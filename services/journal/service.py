@@ -5,13 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-import grpc
-
 from meshmq.config.models import BrokerConfig
-from meshmq.runtime import report_ready, until_signalled
+from meshmq.runtime import serve_until_signalled
 from meshmq.security import cluster_identity
 from meshmq.service_registry import Service
-from meshmq.transport import bind_listener, server_options
 
 log = logging.getLogger("meshmq")
 
@@ -29,24 +26,14 @@ async def run_journal(
 ) -> None:
     from .server import add_journal_service
 
-    problem = cluster_identity.service_problem(config, "journal")
-    if problem is not None:
-        raise cluster_identity.ClusterIdentityError(problem)
-    for warning in cluster_identity.start_warnings(config, "journal"):
-        log.warning(warning)
+    cluster_identity.check_service_start(config, "journal", log)
     core = open_core(config)
-    server = grpc.aio.server(options=server_options(),
-                             interceptors=cluster_identity.server_interceptors(config, "journal"))
-    add_journal_service(server, core)
-    endpoint = bind_listener(server, config.journal.listen, "journal")
-    await server.start()
-    info = {"service": "journal", "endpoints": [endpoint], "store": core.description}
-    report_ready(info, ready_file, on_ready)
-    log.info("journal service listening on %s, store %s", endpoint, core.description)
     try:
-        await until_signalled()
+        await serve_until_signalled(
+            config.journal.listen, "journal", lambda server: add_journal_service(server, core),
+            cluster_identity.server_interceptors(config, "journal"), {"store": core.description},
+            ready_file=ready_file, on_ready=on_ready, grace_s=2, detail=f"store {core.description}")
     finally:
-        await server.stop(2)
         await core.close()
 
 
