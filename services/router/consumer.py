@@ -83,35 +83,26 @@ class ServerConsumer:
             # at a time; a grant lets one through whatever the last one cost.
             self.credits = max(self.credits, 0) + credits
 
-    def take_back(self, last_handed: int | None) -> list[Ref]:
+    def take_back(self, last_handed: int | None, *, keep_handed: bool = False) -> list[Ref]:
         """Every unacknowledged delivery, taken back (for cancel by the caller).
 
         Deliveries after `last_handed` were never handed to the application:
         they do not count as a delivery attempt (Artemis counts only what the
         application saw) and their credit comes back. `last_handed` None: not
         known (the client died, or is too old to say): every one counts.
+        `keep_handed` (the client moves the consumer to another node): the
+        handed ones stay for their acks; only the unseen ones come back.
         """
         refs = []
-        for did, ref in self.delivering.items():
-            if last_handed is not None and did > last_handed:
+        for did, ref in list(self.delivering.items()):
+            unseen = last_handed is not None and did > last_handed
+            if keep_handed and not unseen:
+                continue
+            if unseen:
                 ref.delivery_count -= 1
                 if self.window_size >= 0:
                     self.credits += ref.msg.size
-            refs.append(ref)
-        self.delivering.clear()
-        self.pending.clear()
-        return refs
-
-    def take_unhanded(self, last_handed: int | None) -> list[Ref]:
-        """The deliveries after `last_handed` (never handed to the application),
-        taken back without counting an attempt; the handed ones stay for their acks."""
-        if last_handed is None:
-            return []
-        unseen = [did for did in self.delivering if did > last_handed]
-        refs = []
-        for did in unseen:
-            ref = self.delivering.pop(did)
-            ref.delivery_count -= 1
+            del self.delivering[did]
             refs.append(ref)
         self.pending.clear()
         return refs

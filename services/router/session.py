@@ -432,7 +432,7 @@ class ServerSession:
         if c in q.consumers:
             q.consumers.remove(c)
             self.broker.consumer_detached(q)
-        self.broker.cancel_in_order(c.take_unhanded(last_handed) if keep_handed else c.take_back(last_handed))
+        self.broker.cancel_in_order(c.take_back(last_handed, keep_handed=keep_handed))
         self.broker.maybe_auto_delete(q)
         if not q.deleted:
             self.broker.schedule_dispatch(q)
