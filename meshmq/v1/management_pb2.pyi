@@ -7,6 +7,98 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class CreateAddressRequest(_message.Message):
+    __slots__ = ("name", "routing_types")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_TYPES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    routing_types: _containers.RepeatedScalarFieldContainer[_messages_pb2.RoutingType]
+    def __init__(self, name: _Optional[str] = ..., routing_types: _Optional[_Iterable[_Union[_messages_pb2.RoutingType, str]]] = ...) -> None: ...
+
+class DeleteAddressRequest(_message.Message):
+    __slots__ = ("name", "force")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    force: bool
+    def __init__(self, name: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class DeleteAddressResponse(_message.Message):
+    __slots__ = ("messages_removed",)
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    messages_removed: int
+    def __init__(self, messages_removed: _Optional[int] = ...) -> None: ...
+
+class BrowseMessagesRequest(_message.Message):
+    __slots__ = ("queue", "offset", "limit", "body_preview_bytes", "filter")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    BODY_PREVIEW_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    offset: int
+    limit: int
+    body_preview_bytes: int
+    filter: str
+    def __init__(self, queue: _Optional[str] = ..., offset: _Optional[int] = ..., limit: _Optional[int] = ..., body_preview_bytes: _Optional[int] = ..., filter: _Optional[str] = ...) -> None: ...
+
+class BrowsedMessage(_message.Message):
+    __slots__ = ("message", "state", "delivery_count", "body_size")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BODY_SIZE_FIELD_NUMBER: _ClassVar[int]
+    message: _messages_pb2.Message
+    state: str
+    delivery_count: int
+    body_size: int
+    def __init__(self, message: _Optional[_Union[_messages_pb2.Message, _Mapping]] = ..., state: _Optional[str] = ..., delivery_count: _Optional[int] = ..., body_size: _Optional[int] = ...) -> None: ...
+
+class BrowseMessagesResponse(_message.Message):
+    __slots__ = ("messages", "total")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[BrowsedMessage]
+    total: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[BrowsedMessage, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
+
+class MoveMessagesRequest(_message.Message):
+    __slots__ = ("queue", "to_queue", "filter", "limit")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    TO_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    to_queue: str
+    filter: str
+    limit: int
+    def __init__(self, queue: _Optional[str] = ..., to_queue: _Optional[str] = ..., filter: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class RetryMessagesRequest(_message.Message):
+    __slots__ = ("queue", "filter")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    filter: str
+    def __init__(self, queue: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
+
+class OperationProgress(_message.Message):
+    __slots__ = ("done", "total", "finished")
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_FIELD_NUMBER: _ClassVar[int]
+    done: int
+    total: int
+    finished: bool
+    def __init__(self, done: _Optional[int] = ..., total: _Optional[int] = ..., finished: _Optional[bool] = ...) -> None: ...
+
+class PauseQueueRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class GetClusterStateRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -164,7 +256,7 @@ class ListQueuesRequest(_message.Message):
     def __init__(self, address: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -181,6 +273,8 @@ class QueueInfo(_message.Message):
     MESSAGES_KILLED_FIELD_NUMBER: _ClassVar[int]
     PAGED_COUNT_FIELD_NUMBER: _ClassVar[int]
     PAGED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
@@ -197,7 +291,9 @@ class QueueInfo(_message.Message):
     messages_killed: int
     paged_count: int
     paged_bytes: int
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ...) -> None: ...
+    scheduled_count: int
+    paused: bool
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ("queues",)

@@ -79,6 +79,41 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.GetClusterStateRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.ClusterState.FromString,
                 _registered_method=True)
+        self.CreateAddress = channel.unary_unary(
+                '/meshmq.v1.Management/CreateAddress',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.CreateAddressRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.AddressInfo.FromString,
+                _registered_method=True)
+        self.DeleteAddress = channel.unary_unary(
+                '/meshmq.v1.Management/DeleteAddress',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.DeleteAddressRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.DeleteAddressResponse.FromString,
+                _registered_method=True)
+        self.BrowseMessages = channel.unary_unary(
+                '/meshmq.v1.Management/BrowseMessages',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesResponse.FromString,
+                _registered_method=True)
+        self.MoveMessages = channel.unary_stream(
+                '/meshmq.v1.Management/MoveMessages',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.MoveMessagesRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.OperationProgress.FromString,
+                _registered_method=True)
+        self.RetryMessages = channel.unary_stream(
+                '/meshmq.v1.Management/RetryMessages',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.RetryMessagesRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.OperationProgress.FromString,
+                _registered_method=True)
+        self.PauseQueue = channel.unary_unary(
+                '/meshmq.v1.Management/PauseQueue',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.QueueInfo.FromString,
+                _registered_method=True)
+        self.ResumeQueue = channel.unary_unary(
+                '/meshmq.v1.Management/ResumeQueue',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.QueueInfo.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -142,6 +177,53 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAddress(self, request, context):
+        """Operations the admin gateway offers (Artemis's AddressControl/QueueControl).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAddress(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BrowseMessages(self, request, context):
+        """A page of a queue's messages in delivery order, without consuming them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MoveMessages(self, request, context):
+        """Long operations stream their progress: one OperationProgress per batch, the last with finished set.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryMessages(self, request, context):
+        """Dead letters back to the queue they died on (their _AMQ_ORIG_QUEUE / _AMQ_ORIG_ADDRESS).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PauseQueue(self, request, context):
+        """A paused queue keeps receiving messages but delivers none until resumed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeQueue(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -189,6 +271,41 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.GetClusterState,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.GetClusterStateRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.ClusterState.SerializeToString,
+            ),
+            'CreateAddress': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAddress,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.CreateAddressRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.AddressInfo.SerializeToString,
+            ),
+            'DeleteAddress': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAddress,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.DeleteAddressRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.DeleteAddressResponse.SerializeToString,
+            ),
+            'BrowseMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.BrowseMessages,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesResponse.SerializeToString,
+            ),
+            'MoveMessages': grpc.unary_stream_rpc_method_handler(
+                    servicer.MoveMessages,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.MoveMessagesRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.OperationProgress.SerializeToString,
+            ),
+            'RetryMessages': grpc.unary_stream_rpc_method_handler(
+                    servicer.RetryMessages,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.RetryMessagesRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.OperationProgress.SerializeToString,
+            ),
+            'PauseQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseQueue,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.QueueInfo.SerializeToString,
+            ),
+            'ResumeQueue': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeQueue,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.QueueInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -434,6 +551,195 @@ class Management:
             '/meshmq.v1.Management/GetClusterState',
             meshmq_dot_v1_dot_management__pb2.GetClusterStateRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.ClusterState.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAddress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/CreateAddress',
+            meshmq_dot_v1_dot_management__pb2.CreateAddressRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.AddressInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAddress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/DeleteAddress',
+            meshmq_dot_v1_dot_management__pb2.DeleteAddressRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.DeleteAddressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BrowseMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/BrowseMessages',
+            meshmq_dot_v1_dot_management__pb2.BrowseMessagesRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.BrowseMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MoveMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/meshmq.v1.Management/MoveMessages',
+            meshmq_dot_v1_dot_management__pb2.MoveMessagesRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.OperationProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/meshmq.v1.Management/RetryMessages',
+            meshmq_dot_v1_dot_management__pb2.RetryMessagesRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.OperationProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/PauseQueue',
+            meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.QueueInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/ResumeQueue',
+            meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.QueueInfo.FromString,
             options,
             channel_credentials,
             insecure,
