@@ -9,6 +9,7 @@ implementation; services never import each other, only this module does.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from meshmq.config.models import BrokerConfig
@@ -16,6 +17,8 @@ from meshmq.journal_client import GrpcJournalClient, JournalAPI
 from meshmq.security.cluster_identity import cluster_metadata
 from meshmq.service_registry import Service
 from meshmq.transport import channel_credentials
+
+log = logging.getLogger("meshmq")
 
 
 def journal_for(config: BrokerConfig) -> JournalAPI:
@@ -30,6 +33,33 @@ def journal_for(config: BrokerConfig) -> JournalAPI:
 
 
 async def run_router(
+    config: BrokerConfig, *, ready_file: str | None = None, on_ready: Callable[[dict], None] | None = None
+) -> None:
+    """A router, with the admin gateway in the same process when gateway.enabled
+    (the embedded default, `meshmq up`): the ready file and line then name the console."""
+    if not config.gateway.enabled:
+        await _run_node(config, ready_file=ready_file, on_ready=on_ready)
+        return
+    from meshmq.runtime import report_ready
+    from services.gateway.server import GatewayServer
+    from services.gateway.service import warn_dev_mode
+
+    gateway = GatewayServer(config)
+    warn_dev_mode(config, log)
+    url = await gateway.start()
+
+    def ready(info: dict) -> None:
+        if info.get("endpoints"):
+            gateway.state.directory.set_own_connector(info["endpoints"][0])
+        report_ready({**info, "console": f"{url}/"}, ready_file, on_ready)
+
+    try:
+        await _run_node(config, ready_file=None, on_ready=ready)
+    finally:
+        await gateway.stop()
+
+
+async def _run_node(
     config: BrokerConfig, *, ready_file: str | None = None, on_ready: Callable[[dict], None] | None = None
 ) -> None:
     """A router, behind its HA policy's lease when it has one (shared-store):
@@ -215,5 +245,6 @@ ROUTER = Service(
     ready_line=lambda info: (
         f"meshmq router {info['name']} listening on {', '.join(info['endpoints'])} "
         f"(node {info['node_id']}, journal {info['journal']})"
+        + (f"; console {info['console']}" if info.get("console") else "")
     ),
 )

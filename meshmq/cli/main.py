@@ -80,10 +80,12 @@ def main() -> None:
 @click.option("--data-dir", default="./data", show_default=True, help="Where the embedded SQLite journal lives.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=61616, show_default=True, type=int)
+@click.option("--console-port", default=8161, show_default=True, type=int,
+              help="The admin console and REST API (0 = pick a free port).")
 @click.option("--ready-file", type=click.Path(dir_okay=False), help="Write a JSON line with the endpoints once listening.")
 @click.option("--quiet", is_flag=True, help="Do not print the effective configuration.")
 @click.pass_context
-def up(ctx, config_path, data_dir, host, port, ready_file, quiet) -> None:
+def up(ctx, config_path, data_dir, host, port, console_port, ready_file, quiet) -> None:
     """Start one node on the embedded default: router + journal in this process, SQLite under --data-dir."""
     if config_path:
         given = [
@@ -99,7 +101,8 @@ def up(ctx, config_path, data_dir, host, port, ready_file, quiet) -> None:
     else:
         try:
             config = load_config_text(
-                default_dev_config_yaml(host=host, port=port, data_directory=data_dir), source="<meshmq up>"
+                default_dev_config_yaml(host=host, port=port, data_directory=data_dir, console_port=console_port),
+                source="<meshmq up>"
             )
         except ConfigError as exc:
             _fail(str(exc))

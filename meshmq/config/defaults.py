@@ -107,6 +107,22 @@ DISCOVERY_LISTEN_PORT: Final = 61636
 HA_COORDINATOR_LISTEN_HOST: Final = "127.0.0.1"
 HA_COORDINATOR_LISTEN_PORT: Final = 61646
 
+# --- the admin gateway (`meshmq serve gateway`) -----------------------------
+
+# gateway.enabled: host the gateway inside the router's process (the starter config of `meshmq up` sets it).
+GATEWAY_ENABLED: Final = False
+# gateway.listen: where the REST API and web console answer (DESIGN.md: 8161, Artemis's console port).
+GATEWAY_LISTEN_HOST: Final = "127.0.0.1"
+GATEWAY_LISTEN_PORT: Final = 8161
+# gateway.session-timeout: a console log-in or API token lasts this long after its last use (ms).
+GATEWAY_SESSION_TIMEOUT: Final = 1_800_000
+# gateway.call-timeout: how long the gateway waits for one router's management call (ms); a router
+# slower than this is shown as down for that page, it does not hold the page.
+GATEWAY_CALL_TIMEOUT: Final = 5_000
+# gateway.dev-mode: accept well-known default credentials (and, with no users configured, the built-in
+# admin/admin); never on a machine others can reach.
+GATEWAY_DEV_MODE: Final = False
+
 # --- addresses -------------------------------------------------------------
 
 # addresses.<name>.<routing-type>[].durable: queues survive a restart.

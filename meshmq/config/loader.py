@@ -206,6 +206,7 @@ def default_dev_config_yaml(
     host: str = defaults.ACCEPTOR_HOST,
     port: int = defaults.ACCEPTOR_PORT,
     data_directory: str = defaults.DATA_DIRECTORY,
+    console_port: int = defaults.GATEWAY_LISTEN_PORT,
 ) -> str:
     """The starter configuration ``meshmq up`` writes (like ``artemis create``):
     one acceptor, the SQLite journal under data-directory, and DLQ and
@@ -255,6 +256,16 @@ address-settings:
     auto-delete-addresses: {b(defaults.AUTO_DELETE_ADDRESSES)}
     default-address-routing-type: {b(defaults.DEFAULT_ADDRESS_ROUTING_TYPE)}
     default-queue-routing-type: {b(defaults.DEFAULT_QUEUE_ROUTING_TYPE)}
+
+# The admin gateway (docs/gateway.md): REST API and web console in this process.
+# Dev mode accepts default credentials (no users here: log in as admin / admin);
+# for anything but a trial on this machine, configure users and drop dev-mode.
+gateway:
+  enabled: true
+  dev-mode: true
+  listen:
+    host: {b(host)}
+    port: {b(console_port)}
 {CLUSTER_CONNECTION_EXAMPLE}{HA_POLICY_EXAMPLE}"""
 
 

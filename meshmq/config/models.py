@@ -939,6 +939,54 @@ class HaCoordinatorService(_Model):
     etcd: EtcdSettings = Field(default_factory=EtcdSettings)
 
 
+class GatewayListen(_Model):
+    """Where `meshmq serve gateway` answers HTTP; HTTPS when cert-path and key-path are given."""
+
+    host: NonEmptyStr = defaults.GATEWAY_LISTEN_HOST
+    port: Port = defaults.GATEWAY_LISTEN_PORT
+    cert_path: ExistingFile | None = None
+    key_path: ExistingFile | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> GatewayListen:
+        if (self.cert_path is None) != (self.key_path is None):
+            _raise_issues([((), "give both cert-path and key-path for HTTPS, or neither")])
+        return self
+
+
+class Gateway(_Model):
+    """The ``gateway`` key: the admin gateway's settings (services/gateway/).
+
+    Which routers it shows: the nodes of `discovery-group-ref`, plus the
+    `static-connectors` (names in `connectors`); with neither, this node's own
+    acceptor (the embedded default, where the gateway shares the router's process)."""
+
+    # Host the gateway in this router's process (the embedded default; `meshmq up` turns it on).
+    # `meshmq serve gateway` runs it alone whatever this says.
+    enabled: bool = defaults.GATEWAY_ENABLED
+    listen: GatewayListen = Field(default_factory=GatewayListen)
+    discovery_group_ref: NonEmptyStr | None = None
+    static_connectors: tuple[NonEmptyStr, ...] = ()
+    dev_mode: bool = defaults.GATEWAY_DEV_MODE
+    session_timeout: Millis = defaults.GATEWAY_SESSION_TIMEOUT
+    call_timeout: Millis = defaults.GATEWAY_CALL_TIMEOUT
+
+
+def gateway_issues(gateway: Gateway, connectors: dict[str, str],
+                   discovery_groups: dict[str, DiscoveryGroup]) -> list[tuple[RelPath, str]]:
+    """The gateway's references to connectors and discovery groups exist."""
+    issues: list[tuple[RelPath, str]] = []
+    for index, ref in enumerate(gateway.static_connectors):
+        if ref not in connectors:
+            issues.append((("gateway", "static-connectors", index),
+                           f"no connector named {ref!r} (connectors: {', '.join(connectors) or 'none'})"))
+    ref = gateway.discovery_group_ref
+    if ref is not None and ref not in discovery_groups:
+        issues.append((("gateway", "discovery-group-ref"),
+                       f"no discovery group named {ref!r} (have: {', '.join(discovery_groups) or 'none'})"))
+    return issues
+
+
 class DiscoveryListen(Listener):
     """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
 
@@ -1041,6 +1089,7 @@ class BrokerConfig(_Model):
         Field(default_factory=dict))
     ha_policy: HaPolicy = Field(default_factory=HaPolicy)
     ha_coordinator: HaCoordinatorService = Field(default_factory=HaCoordinatorService)
+    gateway: Gateway = Field(default_factory=Gateway)
 
     @field_validator("data_directory")
     @classmethod
@@ -1107,6 +1156,7 @@ class BrokerConfig(_Model):
     @model_validator(mode="after")
     def _check_cluster_connections(self) -> BrokerConfig:
         _raise_issues(cluster_connection_issues(self.cluster_connections, self.connectors, self.discovery_groups))
+        _raise_issues(gateway_issues(self.gateway, self.connectors, self.discovery_groups))
         sd = self.scale_down
         if sd is not None:
             issues: list[tuple[RelPath, str]] = []

@@ -34,6 +34,7 @@ from meshmq.launcher.spec import (
     build_config,
     discovery_config_data,
     ha_coordinator_config_data,
+    gateway_config_data,
     load_cluster_spec,
     node_config_data,
 )
@@ -205,6 +206,7 @@ class LocalCluster:
         wanted = [("etcd.client-port", spec.etcd.client_port), ("etcd.peer-port", spec.etcd.peer_port),
                   ("discovery.port", spec.discovery.port),
                   *([("ha-coordinator.port", spec.ha_coordinator.port)] if spec.ha_coordinator else []),
+                  *([("gateway.port", spec.gateway.port)] if spec.gateway else []),
                   *((f"nodes[{i}].port ({n.name})", n.port) for i, n in enumerate(spec.nodes))]
         taken = [f"{port} ({key})" for key, port in wanted if port and not processes.port_free(port)]
         if taken:
@@ -255,6 +257,10 @@ class LocalCluster:
             plans.append(("ha-coordinator", "ha-coordinator", self.run_dir / "ha-coordinator",
                           ha_coordinator_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir),
                           f"# HA coordinator of cluster {spec.cluster_name}"))
+        if spec.gateway is not None:
+            plans.append(("gateway", "gateway", self.run_dir / "gateway",
+                          gateway_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir),
+                          f"# admin gateway of cluster {spec.cluster_name}"))
         for index, node in enumerate(spec.nodes):
             plans.append((node.name, "router", self.run_dir / node.name,
                           node_config_data(spec, node, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir,
@@ -481,7 +487,7 @@ class LocalCluster:
     def _stop_recorded(self, state: ClusterState, timeout: float = STOP_DEADLINE_S,
                        say: Progress = lambda _message: None) -> list[StoppedProcess]:
         done: list[StoppedProcess] = []
-        for tier in (state.nodes, [state.discovery, state.ha_coordinator], [state.etcd]):
+        for tier in ([state.gateway], state.nodes, [state.discovery, state.ha_coordinator], [state.etcd]):
             records = [r for r in tier if r is not None]
             for record, result in zip(records, processes.stop([r.ident for r in records], timeout)):
                 done.append(StoppedProcess(record.name, record.role, record.pid, result.outcome, result.seconds))
@@ -555,7 +561,7 @@ def _pin_port(record: ProcessRecord) -> None:
         config = config.model_copy(update={"acceptors": [first.model_copy(update={"port": port}),
                                                          *config.acceptors[1:]]})
     else:
-        key = "discovery" if record.role == "discovery" else "ha_coordinator"
+        key = record.role.replace("-", "_")  # discovery, ha_coordinator, gateway: each has listen.port
         section = getattr(config, key)
         if section.listen.port != 0:
             return

@@ -7,6 +7,7 @@ ready-timeout: 60000               # ms `up` waits for every node to be listenin
 etcd: {client-port: 2379, peer-port: 2380}        # 0 = a free port picked at run time
 discovery: {port: 61636, broadcast-period: 2000, refresh-timeout: 10000}
 ha-coordinator: {port: 61646}      # optional: `meshmq serve ha-coordinator` on the launched etcd
+gateway: {port: 8161}              # optional: `meshmq serve gateway` (REST API and console) over the nodes
 tls: {ca-dir: ./certs/ca}          # optional: every listener serves a certificate from this CA
 node-defaults:                     # node-config YAML merged into every node
   address-settings: {"#": {max-delivery-attempts: 5}}
@@ -79,7 +80,7 @@ LAUNCHER_KEYS = {
 # cluster credential on Announce and admits the users to List and Watch.
 SECURITY_KEYS = ("security-enabled", "users", "security-settings", "cluster-user", "cluster-password")
 # Process names of the launcher's own processes (log and pid files share the run directory).
-RESERVED_NAMES = ("etcd", "discovery", "ha-coordinator", "cluster")
+RESERVED_NAMES = ("etcd", "discovery", "ha-coordinator", "gateway", "cluster")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 
 
@@ -138,6 +139,15 @@ class HaCoordinatorSpec(_Model):
     port: Port = defaults.HA_COORDINATOR_LISTEN_PORT
 
 
+class GatewaySpec(_Model):
+    """The admin gateway the launcher starts: it shows the nodes of the launched
+    discovery group and logs people in with node-defaults' users and roles."""
+
+    port: Port = defaults.GATEWAY_LISTEN_PORT
+    # Accept default credentials (and, with no users in node-defaults, the built-in admin/admin).
+    dev_mode: bool = defaults.GATEWAY_DEV_MODE
+
+
 class TlsSpec(_Model):
     """TLS with the cluster's CA on every listener the launcher starts."""
 
@@ -171,6 +181,7 @@ class ClusterSpec(_Model):
     etcd: EtcdSpec = Field(default_factory=EtcdSpec)
     discovery: DiscoverySpec = Field(default_factory=DiscoverySpec)
     ha_coordinator: HaCoordinatorSpec | None = None
+    gateway: GatewaySpec | None = None
     tls: TlsSpec | None = None
     node_defaults: NodeConfigYaml = Field(default_factory=dict)
     nodes: Annotated[tuple[NodeSpec, ...], Field(min_length=1)]
@@ -237,6 +248,8 @@ class ClusterSpec(_Model):
         return self._copy(
             etcd=self.etcd.model_copy(update={"client_port": 0, "peer_port": 0}),
             discovery=self.discovery.model_copy(update={"port": 0}),
+            ha_coordinator=self.ha_coordinator and self.ha_coordinator.model_copy(update={"port": 0}),
+            gateway=self.gateway and self.gateway.model_copy(update={"port": 0}),
             nodes=tuple(n.model_copy(update={"port": 0}) for n in self.nodes),
         )
 
@@ -364,6 +377,21 @@ def ha_coordinator_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir
     }
 
 
+def gateway_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path) -> dict[str, Any]:
+    """The config `meshmq serve gateway` gets: the nodes' discovery group, its
+    port, and node-defaults' security keys (the same users and roles as the nodes)."""
+    assert spec.gateway is not None
+    security = {key: spec.node_defaults[key] for key in SECURITY_KEYS if key in spec.node_defaults}
+    return {
+        "name": "gateway",
+        "data-directory": str(run_dir / "gateway"),
+        "discovery-groups": discovery_groups(spec, etcd_endpoint),
+        "gateway": {"listen": {"host": HOST, "port": spec.gateway.port}, "discovery-group-ref": DISCOVERY_GROUP,
+                    "dev-mode": spec.gateway.dev_mode},
+        **security,
+    }
+
+
 def build_config(data: dict[str, Any], base_dir: Path) -> BrokerConfig:
     """Validate node-config data (relative paths against base_dir)."""
     return BrokerConfig.model_validate(data, context={"base_dir": base_dir}, by_alias=True, by_name=False)
@@ -385,6 +413,7 @@ def _name_and_port_issues(spec: ClusterSpec) -> list[tuple[RelPath, str]]:
         (("etcd", "peer-port"), spec.etcd.peer_port),
         (("discovery", "port"), spec.discovery.port),
         *([(("ha-coordinator", "port"), spec.ha_coordinator.port)] if spec.ha_coordinator else []),
+        *([(("gateway", "port"), spec.gateway.port)] if spec.gateway else []),
         *((("nodes", i, "port"), n.port) for i, n in enumerate(spec.nodes)),
     ]
     seen: dict[int, RelPath] = {}

@@ -21,7 +21,7 @@ FORMAT_VERSION = 1
 
 @dataclass
 class ProcessRecord:
-    """One process of the cluster. `role` is "etcd", "discovery", "ha-coordinator" or "router"."""
+    """One process of the cluster. `role` is "etcd", "discovery", "ha-coordinator", "gateway" or "router"."""
 
     name: str
     role: str
@@ -77,12 +77,16 @@ class ClusterState:
         return next((p for p in self.processes if p.role == "ha-coordinator"), None)
 
     @property
+    def gateway(self) -> ProcessRecord | None:
+        return next((p for p in self.processes if p.role == "gateway"), None)
+
+    @property
     def nodes(self) -> list[ProcessRecord]:
         """The routers, in the cluster file's order."""
         return [p for p in self.processes if p.role == "router"]
 
     def process(self, name: str) -> ProcessRecord:
-        """Any recorded process by name (a node, "discovery", "ha-coordinator" or "etcd")."""
+        """Any recorded process by name (a node, "discovery", "ha-coordinator", "gateway" or "etcd")."""
         for p in self.processes:
             if p.name == name:
                 return p

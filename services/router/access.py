@@ -33,11 +33,8 @@ from __future__ import annotations
 import logging
 
 from meshmq.errors import BrokerError
-from meshmq.security.authorization import Authorizer, Permission
+from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
 from meshmq.transport import RateLimitedLog
-
-# Artemis's management address: the subject of `manage` for node-wide operations.
-MANAGEMENT_ADDRESS = "activemq.management"
 
 _denied_log = RateLimitedLog(logging.getLogger("meshmq.router.security"))
 

@@ -12,34 +12,12 @@ from __future__ import annotations
 import asyncio
 
 from meshmq.config.models import BrokerConfig
-from meshmq.discovery import Announcer, DiscoveryAPI, DiscoveryCore, GrpcDiscoveryClient, TopologyWatcher
-from meshmq.security.cluster_identity import cluster_metadata
+from meshmq.discovery import Announcer, DiscoveryAPI, TopologyWatcher
+from meshmq.discovery.groups import discovery_for, group_watcher
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import management_pb2 as mgpb
 
 from .server import RouterNode
-
-
-def discovery_for(config: BrokerConfig, group_name: str) -> DiscoveryAPI:
-    """How this process reaches a discovery group: a discovery service, or
-    etcd / the static list hosted here (then this process holds its own lease)."""
-    group = config.discovery_groups[group_name]
-    if group.discovery_service:
-        return GrpcDiscoveryClient(group.discovery_service, metadata=cluster_metadata(config))
-    return DiscoveryCore.for_group(group)
-
-
-def group_watcher(config: BrokerConfig, group_ref: str, api: DiscoveryAPI | None = None
-                  ) -> tuple[DiscoveryAPI, TopologyWatcher]:
-    """A started watcher of discovery group `group_ref`'s nodes (and the API it
-    reads, to close after it): the router's topology, its cluster connections'
-    discovery-group-ref and scale-down's all watch a group this way."""
-    group = config.discovery_groups[group_ref]
-    api = api or discovery_for(config, group_ref)
-    watcher = TopologyWatcher(api, group.cluster_name, refresh_timeout_ms=group.refresh_timeout,
-                              initial_wait_timeout_ms=group.initial_wait_timeout)
-    watcher.start()
-    return api, watcher
 
 
 class RouterMembership:

@@ -124,7 +124,7 @@ class ClusterConnections:
 
     async def _follow(self, cc_name: str, group_ref: str) -> None:
         """Keep one link per node of the discovery group."""
-        from ..membership import group_watcher
+        from meshmq.discovery.groups import group_watcher
 
         api, watcher = group_watcher(self.config, group_ref)
         self._apis.append(api)

@@ -50,7 +50,7 @@ async def candidates(config: BrokerConfig, sd: ScaleDown, own: set[str]) -> list
     """Endpoints to try, in order: the listed connectors, then the discovery group's nodes."""
     out = [config.connectors[ref] for ref in sd.connectors]
     if sd.discovery_group_ref is not None:
-        from ..membership import group_watcher
+        from meshmq.discovery.groups import group_watcher
 
         group = config.discovery_groups[sd.discovery_group_ref]
         api, watcher = group_watcher(config, sd.discovery_group_ref)

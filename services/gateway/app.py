@@ -1,0 +1,83 @@
+"""The gateway's web application: the REST API, the console, /healthz and
+/metrics on one FastAPI app, errors as problem+json."""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from meshmq import __version__
+from meshmq.config.models import BrokerConfig
+
+from . import api, console, problems
+from .state import GatewayState
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+
+
+def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> FastAPI:
+    gw = gateway or GatewayState.build(config)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await gw.directory.start()
+        try:
+            yield
+        finally:
+            await gw.operations.close()
+            await gw.directory.close()
+
+    app = FastAPI(title="meshmq admin gateway", version=__version__, lifespan=lifespan,
+                  openapi_url="/api/openapi.json", docs_url="/api/docs", redoc_url=None,
+                  description="Manage a meshmq cluster: nodes, addresses, queues, messages, bridges and HA groups. "
+                              "Log in with POST /api/v1/auth/token and send the token as a bearer token.")
+    app.state.gateway = gw
+    problems.install(app)
+    # The Problem schema every error response refers to (problems.RESPONSES).
+    app.openapi_schema = None
+    original_openapi = app.openapi
+
+    def openapi():
+        if app.openapi_schema is None:
+            schema = original_openapi()
+            schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
+                problems.Problem.model_json_schema())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
+    app.include_router(api.router)
+    app.include_router(console.router)
+    app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
+    gw.metrics.sessions.set_function(gw.sessions.count)
+
+    @app.get("/healthz", response_model=Health, tags=["health"])
+    async def healthz() -> Health:
+        """Answers while the gateway runs (no log-in; routers' health is in /api/v1/nodes)."""
+        return Health(status="ok", version=__version__)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(generate_latest(gw.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.middleware("http")
+    async def measure(request: Request, call_next):
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "other")
+        gw.metrics.requests.labels(request.method, path, f"{response.status_code // 100}xx").inc()
+        gw.metrics.duration.labels(path).observe(time.perf_counter() - start)
+        return response
+
+    return app

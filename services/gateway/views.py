@@ -1,0 +1,295 @@
+"""What the gateway shows, gathered from the routers: one set of models and
+functions that both the REST API (as JSON) and the console (as HTML) use.
+
+A router that does not answer becomes a node marked down with the reason;
+its queues are simply missing from the lists, and the rest still shows.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from meshmq.errors import MeshMQError, NotActiveError
+from meshmq.v1 import management_pb2 as mgpb
+from meshmq.v1 import messages_pb2 as mpb
+
+from .directory import Member, Reply, RouterDirectory
+
+RoutingTypeName = Literal["anycast", "multicast"]
+
+
+def routing_name(value: int) -> RoutingTypeName:
+    return "multicast" if value == mpb.MULTICAST else "anycast"
+
+
+class NodeView(BaseModel):
+    name: str
+    node_id: str = ""
+    connector: str
+    up: bool
+    # Why it is not up: unreachable, a passive backup, refused credentials...
+    problem: str = ""
+    # live, backup (from discovery) or "" when not announced.
+    role: str = ""
+    ha_policy: str = ""
+    group_name: str = ""
+    epoch: int = 0
+    version: str = ""
+    started_at: int = 0
+    uptime_s: float = 0
+    journal: str = ""
+    # Where this live's in-sync backup waits ("" = none ready).
+    backup_connector: str = ""
+    # For a passive backup: the live that serves its store.
+    live: str = ""
+
+
+class QueueView(BaseModel):
+    node: str
+    name: str
+    address: str
+    routing_type: RoutingTypeName
+    filter: str = ""
+    durable: bool
+    temporary: bool = False
+    auto_created: bool = False
+    paused: bool = False
+    # Artemis's MessageCount: waiting + delivering + scheduled (paged ones included).
+    message_count: int
+    waiting: int
+    delivering: int
+    paged: int
+    scheduled: int
+    consumers: int
+    messages_added: int
+    messages_acknowledged: int
+    messages_expired: int
+    # Sent to the dead-letter address.
+    messages_dead_lettered: int
+
+
+class AddressView(BaseModel):
+    node: str
+    name: str
+    routing_types: list[RoutingTypeName]
+    queues: list[str]
+    auto_created: bool = False
+    memory_bytes: int = 0
+    messages_dropped: int = 0
+    paging: bool = False
+
+
+class ConsumerView(BaseModel):
+    node: str
+    queue: str
+    session_id: str
+    consumer_id: int
+    filter: str = ""
+    client_id: str = ""
+    delivering: int
+    messages_acknowledged: int
+    credits: int
+
+
+class BridgeView(BaseModel):
+    node: str
+    cluster_connection: str
+    target: str
+    endpoint: str
+    state: str
+    problem: str = ""
+    routed: int
+    forwarded: int
+    confirmed: int
+    pending: int
+    retries: int
+
+
+class RemoteBindingView(BaseModel):
+    node: str
+    remote_node: str
+    queue: str
+    address: str
+    filter: str = ""
+    consumers: int
+    hops: int
+    via: str
+
+
+class HaGroupView(BaseModel):
+    """A live and its backups (grouped by group-name, or by the live's backup connector)."""
+
+    group_name: str
+    live: str
+    live_up: bool
+    epoch: int
+    backups: list[str]
+    # The live names an in-sync backup that would take over now (replication: in sync; shared store: waiting).
+    in_sync: bool
+    backup_connector: str = ""
+
+
+class ClusterView(BaseModel):
+    nodes: list[NodeView]
+    bridges: list[BridgeView]
+    ha_groups: list[HaGroupView]
+
+
+class MessageView(BaseModel):
+    message_id: int
+    state: str
+    durable: bool
+    priority: int
+    timestamp: int
+    expiration: int
+    delivery_count: int
+    duplicate_id: str = ""
+    user_id: str = ""
+    body_size: int
+    # The first bytes of the body as text (undecodable bytes replaced), and whether that is all of it.
+    body_preview: str
+    body_truncated: bool
+    properties: dict[str, str | int | float | bool]
+
+
+class BrowseView(BaseModel):
+    node: str
+    queue: str
+    total: int
+    offset: int
+    messages: list[MessageView]
+
+
+def _member_name(m: Member) -> str:
+    return m.name or m.connector
+
+
+def node_view(reply: Reply) -> NodeView:
+    m = reply.member
+    base = dict(name=_member_name(m), node_id=m.node_id, connector=m.connector, role=m.role, group_name=m.group_name)
+    if not reply.ok:
+        err = reply.error
+        live = err.live if isinstance(err, NotActiveError) else ""
+        problem = f"passive backup (live at {live})" if isinstance(err, NotActiveError) else str(err)
+        return NodeView(up=False, problem=problem, live=live, **base)
+    info: mgpb.NodeInfo = reply.value
+    base.update(name=info.name or base["name"], node_id=info.node_id, group_name=info.group_name or m.group_name)
+    return NodeView(
+        up=True, ha_policy=info.ha_policy, epoch=info.epoch, version=info.version, started_at=info.started_at,
+        uptime_s=max(0.0, round(time.time() - info.started_at / 1000, 1)) if info.started_at else 0,
+        journal=info.journal, backup_connector=info.backup_connector, **base)
+
+
+def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:
+    return QueueView(
+        node=node, name=q.name, address=q.address, routing_type=routing_name(q.routing_type), filter=q.filter,
+        durable=q.durable, temporary=q.temporary, auto_created=q.auto_created, paused=q.paused,
+        message_count=q.message_count,
+        waiting=max(0, q.message_count - q.delivering_count - q.scheduled_count),
+        delivering=q.delivering_count, paged=q.paged_count, scheduled=q.scheduled_count,
+        consumers=q.consumer_count, messages_added=q.messages_added, messages_acknowledged=q.messages_acknowledged,
+        messages_expired=q.messages_expired, messages_dead_lettered=q.messages_killed)
+
+
+def address_view(node: str, a: mgpb.AddressInfo) -> AddressView:
+    return AddressView(node=node, name=a.name, routing_types=[routing_name(rt) for rt in a.routing_types],
+                       queues=list(a.queues), auto_created=a.auto_created, memory_bytes=a.memory_bytes,
+                       messages_dropped=a.messages_dropped, paging=a.paging)
+
+
+def _value(v: mpb.Value) -> str | int | float | bool:
+    kind = v.WhichOneof("kind")
+    if kind == "bytes_value":
+        return v.bytes_value.hex()
+    return getattr(v, kind) if kind else ""
+
+
+def message_view(b: mgpb.BrowsedMessage) -> MessageView:
+    m = b.message
+    size = b.body_size or len(m.body)
+    return MessageView(
+        message_id=m.message_id, state=b.state, durable=m.durable, priority=m.priority, timestamp=m.timestamp,
+        expiration=m.expiration, delivery_count=b.delivery_count, duplicate_id=m.duplicate_id, user_id=m.user_id,
+        body_size=size, body_preview=m.body.decode("utf-8", "replace"), body_truncated=len(m.body) < size,
+        properties={k: _value(v) for k, v in sorted(m.properties.items())})
+
+
+def ha_groups(nodes: list[NodeView]) -> list[HaGroupView]:
+    """Lives with their backups: a backup belongs to the live of its group-name, or
+    (without groups) to the live whose backup connector it is, or whose store it serves."""
+    lives = [n for n in nodes if n.role != "backup" and not n.live]
+    backups = [n for n in nodes if n.role == "backup" or n.live]
+    groups = []
+    for live in lives:
+        mine = [b.name for b in backups
+                if (live.group_name and b.group_name == live.group_name)
+                or (b.connector and b.connector == live.backup_connector)
+                or (b.live and b.live == live.connector)]
+        if not mine and not live.backup_connector and live.ha_policy in ("", "live-only"):
+            continue
+        groups.append(HaGroupView(group_name=live.group_name, live=live.name, live_up=live.up, epoch=live.epoch,
+                                  backups=sorted(set(mine)), in_sync=bool(live.backup_connector),
+                                  backup_connector=live.backup_connector))
+    return groups
+
+
+class Gatherer:
+    """The views, asked of every router with one caller's credentials."""
+
+    def __init__(self, directory: RouterDirectory) -> None:
+        self.directory = directory
+
+    async def nodes(self, md) -> tuple[list[NodeView], list[Reply]]:
+        replies = await self.directory.ask_all(md, lambda a: a.node_info())
+        return [node_view(r) for r in replies], replies
+
+    async def _up(self, md) -> list[tuple[NodeView, Member]]:
+        views, replies = await self.nodes(md)
+        return [(v, r.member) for v, r in zip(views, replies) if v.up]
+
+    async def cluster(self, md) -> ClusterView:
+        views, replies = await self.nodes(md)
+        up = [(v, r.member) for v, r in zip(views, replies) if v.up]
+        states = await self.directory.ask_all(md, lambda a: a.cluster_state(), [m for _, m in up])
+        bridges = []
+        for (view, _), st in zip(up, states):
+            if st.ok:
+                bridges.extend(BridgeView(
+                    node=view.name, cluster_connection=b.cluster_connection, target=b.target_node_name or b.endpoint,
+                    endpoint=b.endpoint, state=b.state, problem=b.problem, routed=b.routed, forwarded=b.forwarded,
+                    confirmed=b.confirmed, pending=b.pending, retries=b.retries) for b in st.value.bridges)
+        return ClusterView(nodes=views, bridges=bridges, ha_groups=ha_groups(views))
+
+    async def queues(self, md, node: str | None = None) -> list[QueueView]:
+        up = [(v, m) for v, m in await self._up(md) if node is None or v.name == node]
+        replies = await self.directory.ask_all(md, lambda a: a.list_queues(), [m for _, m in up])
+        return [queue_view(v.name, q) for (v, _), r in zip(up, replies) if r.ok for q in r.value]
+
+    async def addresses(self, md, node: str | None = None) -> list[AddressView]:
+        up = [(v, m) for v, m in await self._up(md) if node is None or v.name == node]
+        replies = await self.directory.ask_all(md, lambda a: a.list_addresses(), [m for _, m in up])
+        return [address_view(v.name, a) for (v, _), r in zip(up, replies) if r.ok for a in r.value]
+
+    async def member(self, md, node: str) -> tuple[NodeView, Member]:
+        """The named node, up; NodeNotFound or NodeDown otherwise."""
+        views, replies = await self.nodes(md)
+        for view, reply in zip(views, replies):
+            if view.name == node or view.connector == node:
+                if not view.up:
+                    raise NodeDown(node, reply.error)
+                return view, reply.member
+        raise NodeNotFound(node, [v.name for v in views])
+
+
+class NodeNotFound(LookupError):
+    def __init__(self, node: str, known: list[str]) -> None:
+        super().__init__(f"no node named {node!r} (known: {', '.join(known) or 'none'})")
+
+
+class NodeDown(Exception):
+    def __init__(self, node: str, error: MeshMQError | None) -> None:
+        super().__init__(f"node {node!r} is not answering: {error}")
+        self.error = error

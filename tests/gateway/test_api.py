@@ -1,0 +1,262 @@
+"""The gateway's REST API against a real secured router: log-in and roles,
+queue operations with the counts they change, long operations with progress,
+problem+json errors, a router that is down, CSRF on cookie sessions, metrics."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from meshmq.client import connect
+from tests.fixtures.nodes import ServiceProcess, wait_for
+from tests.gateway.conftest import gateway_config
+
+pytestmark = pytest.mark.integration
+
+PROBLEM = "application/problem+json"
+
+
+def _problem(r: httpx.Response, status: int, reason: str | None = None) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith(PROBLEM), r.headers
+    body = r.json()
+    assert body["status"] == status and body["detail"]
+    if reason is not None:
+        assert body["reason"] == reason, body
+    return body
+
+
+async def _send(url: str, address: str, bodies: list[bytes], properties=None) -> None:
+    async with await connect(url) as conn:
+        session = await conn.session()
+        producer = await session.create_producer(address)
+        for i, body in enumerate(bodies):
+            await producer.send(body, properties=(properties or (lambda i: {}))(i))
+
+
+def test_log_in_gives_each_user_their_role_and_refuses_default_and_wrong_passwords(stack):
+    anonymous = stack.client()
+    _problem(anonymous.get("/api/v1/nodes"), 401, "UNAUTHENTICATED")
+    admin, viewer = stack.client("admin"), stack.client("viewer")
+    assert admin.get("/api/v1/whoami").json() == {"username": "admin", "can_view": True, "can_manage": True}
+    assert viewer.get("/api/v1/whoami").json() == {"username": "viewer", "can_view": True, "can_manage": False}
+    refused = anonymous.post("/api/v1/auth/token", json={"username": "guest", "password": "guest"})
+    assert "default password" in _problem(refused, 401)["detail"]
+    wrong = anonymous.post("/api/v1/auth/token", json={"username": "admin", "password": "nope"})
+    assert "invalid username or password" in _problem(wrong, 401)["detail"]
+    # A revoked token stops working.
+    assert admin.delete("/api/v1/auth/token").status_code == 204
+    _problem(admin.get("/api/v1/nodes"), 401)
+
+
+async def test_a_queue_created_filled_browsed_and_purged_through_the_api(stack):
+    admin = stack.client("admin")
+    created = admin.post("/api/v1/nodes/node/queues", json={"name": "gw.orders", "routing_type": "anycast"})
+    assert created.status_code == 201, created.text
+    assert created.json()["message_count"] == 0 and created.json()["address"] == "gw.orders"
+    _problem(admin.post("/api/v1/nodes/node/queues", json={"name": "gw.orders"}), 409, "QUEUE_EXISTS")
+
+    await _send(stack.sdk_url, "gw.orders", [f"order {i} ".encode() * 10 for i in range(5)],
+                properties=lambda i: {"n": i, "region": "eu" if i % 2 else "us"})
+    q = admin.get("/api/v1/nodes/node/queues/gw.orders").json()
+    assert (q["message_count"], q["waiting"], q["messages_added"], q["consumers"]) == (5, 5, 5, 0)
+    listed = {(x["node"], x["name"]): x for x in admin.get("/api/v1/queues", params={"search": "orders"}).json()}
+    assert listed[("node", "gw.orders")]["message_count"] == 5
+
+    page = admin.get("/api/v1/nodes/node/queues/gw.orders/messages",
+                     params={"offset": 1, "limit": 2, "preview": 7}).json()
+    assert page["total"] == 5
+    assert [m["properties"]["n"] for m in page["messages"]] == [1, 2]
+    first = page["messages"][0]
+    assert first["body_preview"] == "order 1" and first["body_truncated"] and first["body_size"] == 80
+    assert first["state"] == "waiting" and first["durable"]
+    eu = admin.get("/api/v1/nodes/node/queues/gw.orders/messages", params={"filter": "region = 'eu'"}).json()
+    assert eu["total"] == 2 and [m["properties"]["n"] for m in eu["messages"]] == [1, 3]
+    bad = admin.get("/api/v1/nodes/node/queues/gw.orders/messages", params={"filter": "region = = 'eu'"})
+    _problem(bad, 400, "INVALID_SELECTOR")
+    # Browsing consumed nothing.
+    assert admin.get("/api/v1/nodes/node/queues/gw.orders").json()["message_count"] == 5
+
+    assert admin.post("/api/v1/nodes/node/queues/gw.orders/purge").json() == {"messages_removed": 5}
+    assert admin.get("/api/v1/nodes/node/queues/gw.orders").json()["message_count"] == 0
+    assert admin.delete("/api/v1/nodes/node/queues/gw.orders").status_code == 200
+    _problem(admin.get("/api/v1/nodes/node/queues/gw.orders"), 404)
+    _problem(admin.get("/api/v1/nodes/elsewhere/queues/gw.orders"), 404, "NODE_NOT_FOUND")
+
+
+async def test_a_view_only_user_sees_everything_and_changes_nothing(stack):
+    admin, viewer = stack.client("admin"), stack.client("viewer")
+    admin.post("/api/v1/nodes/node/queues", json={"name": "gw.readonly"})
+    await _send(stack.sdk_url, "gw.readonly", [b"keep me"])
+    assert [q["message_count"] for q in viewer.get("/api/v1/queues", params={"search": "gw.readonly"}).json()] == [1]
+    assert viewer.get("/api/v1/nodes/node/queues/gw.readonly/messages").json()["total"] == 1
+    for method, path, body in (("POST", "/api/v1/nodes/node/queues/gw.readonly/purge", None),
+                               ("POST", "/api/v1/nodes/node/queues", {"name": "gw.new"}),
+                               ("DELETE", "/api/v1/nodes/node/queues/gw.readonly", None),
+                               ("POST", "/api/v1/nodes/node/queues/gw.readonly/move", {"to_queue": "x"})):
+        _problem(viewer.request(method, path, json=body), 403, "PERMISSION_DENIED")
+    assert admin.get("/api/v1/nodes/node/queues/gw.readonly").json()["message_count"] == 1
+    assert admin.get("/api/v1/nodes/node/queues/gw.new").status_code == 404
+
+
+async def test_moving_messages_reports_progress_and_moves_exactly_the_selected_ones(stack):
+    admin = stack.client("admin")
+    for name in ("gw.src", "gw.dst"):
+        admin.post("/api/v1/nodes/node/queues", json={"name": name})
+    await _send(stack.sdk_url, "gw.src", [b"m%d" % i for i in range(3000)], properties=lambda i: {"even": i % 2 == 0})
+    r = admin.post("/api/v1/nodes/node/queues/gw.src/move", json={"to_queue": "gw.dst", "filter": "even = TRUE"})
+    assert r.status_code == 202, r.text
+    op = r.json()
+    assert op["kind"] == "move" and op["started_by"] == "admin"
+
+    def finished():
+        nonlocal op
+        op = admin.get(f"/api/v1/operations/{op['id']}").json()
+        return op["finished"]
+
+    wait_for(finished, 60, "the move to finish")
+    assert (op["done"], op["total"], op["error"]) == (1500, 1500, "")
+    src = admin.get("/api/v1/nodes/node/queues/gw.src").json()
+    dst = admin.get("/api/v1/nodes/node/queues/gw.dst").json()
+    assert (src["message_count"], dst["message_count"]) == (1500, 1500)
+    moved = admin.get("/api/v1/nodes/node/queues/gw.dst/messages", params={"limit": 1000}).json()["messages"]
+    assert all(m["properties"]["even"] for m in moved)
+    # A move to a queue that does not exist is refused up front, not reported as a failed operation.
+    _problem(admin.post("/api/v1/nodes/node/queues/gw.src/move", json={"to_queue": "gw.none"}), 404,
+             "QUEUE_NOT_FOUND")
+
+
+async def test_dead_letters_retried_go_back_to_their_queue(stack):
+    admin = stack.client("admin")
+    admin.post("/api/v1/nodes/node/queues", json={"name": "gw.work"})
+    await _send(stack.sdk_url, "gw.work", [b"poison"])
+    async with await connect(stack.sdk_url) as conn:
+        session = await conn.session(transacted=True)
+        consumer = await session.create_consumer("gw.work")
+        for _ in range(2):  # max-delivery-attempts 2: the second rollback sends it to DLQ
+            assert (await consumer.receive(timeout=10)) is not None
+            await session.rollback()
+        await consumer.close()
+    wait_for(lambda: admin.get("/api/v1/nodes/node/queues/DLQ").json()["message_count"] == 1, 10,
+             "the message in DLQ")
+    assert admin.get("/api/v1/nodes/node/queues/DLQ").json()["message_count"] == 1
+    r = admin.post("/api/v1/nodes/node/queues/DLQ/retry", json={})
+    assert r.status_code == 202, r.text
+    op_id = r.json()["id"]
+    wait_for(lambda: admin.get(f"/api/v1/operations/{op_id}").json()["finished"], 30, "the retry to finish")
+    assert admin.get(f"/api/v1/operations/{op_id}").json()["done"] == 1
+    assert admin.get("/api/v1/nodes/node/queues/DLQ").json()["message_count"] == 0
+    assert admin.get("/api/v1/nodes/node/queues/gw.work").json()["message_count"] == 1
+
+
+async def test_a_paused_queue_keeps_its_messages_until_resumed(stack):
+    admin = stack.client("admin")
+    admin.post("/api/v1/nodes/node/queues", json={"name": "gw.paused"})
+    assert admin.post("/api/v1/nodes/node/queues/gw.paused/pause").json()["paused"] is True
+    await _send(stack.sdk_url, "gw.paused", [b"held"])
+    async with await connect(stack.sdk_url) as conn:
+        consumer = await (await conn.session()).create_consumer("gw.paused")
+        assert await consumer.receive(timeout=0.5) is None
+        assert admin.get("/api/v1/nodes/node/queues/gw.paused").json()["message_count"] == 1
+        assert admin.post("/api/v1/nodes/node/queues/gw.paused/resume").json()["paused"] is False
+        msg = await consumer.receive(timeout=10)
+        assert msg is not None and msg.body == b"held"
+        msg.ack()
+
+
+async def test_addresses_are_created_and_deleted_and_a_busy_one_needs_force(stack):
+    admin = stack.client("admin")
+    r = admin.post("/api/v1/nodes/node/addresses", json={"name": "gw.events", "routing_types": ["multicast"]})
+    assert r.status_code == 201 and r.json()["routing_types"] == ["multicast"], r.text
+    admin.post("/api/v1/nodes/node/queues", json={"name": "gw.sub", "address": "gw.events",
+                                                    "routing_type": "multicast"})
+    await _send(stack.sdk_url, "gw.events", [b"e1", b"e2"])
+    _problem(admin.delete("/api/v1/nodes/node/addresses/gw.events"), 409)
+    assert admin.delete("/api/v1/nodes/node/addresses/gw.events", params={"force": True}).json() == {
+        "messages_removed": 2}
+    assert "gw.events" not in [a["name"] for a in admin.get("/api/v1/addresses").json()]
+
+
+def test_a_router_that_is_down_shows_as_down_and_the_pages_still_answer(stack):
+    admin = stack.client("admin")
+    assert [n["up"] for n in admin.get("/api/v1/nodes").json()] == [True]
+    stack.router.stop()
+    nodes = admin.get("/api/v1/nodes")
+    assert nodes.status_code == 200
+    [node] = nodes.json()
+    assert node["up"] is False and node["problem"]
+    assert admin.get("/api/v1/queues").json() == []
+    assert admin.get("/api/v1/cluster").json()["nodes"][0]["up"] is False
+    _problem(admin.get("/api/v1/nodes/node/queues/DLQ"), 503)
+    stack.router.start()
+    wait_for(lambda: admin.get("/api/v1/nodes").json()[0]["up"], 30, "the router to show as up again")
+
+
+def _console_login(stack, username: str, password: str) -> httpx.Client:
+    browser = stack.client()
+    form = browser.get("/login")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+    r = browser.post("/login", data={"username": username, "password": password, "csrf_token": token, "next": "/"})
+    assert r.status_code == 303 and r.headers["location"] == "/", r.text
+    return browser
+
+
+def test_cookie_sessions_need_the_csrf_token_for_every_change(stack):
+    browser = _console_login(stack, "admin", "s3cret-admin")
+    page = browser.get("/queues")
+    assert page.status_code == 200 and "Create a queue" in page.text
+    csrf = re.search(r'"X-CSRF-Token": "([^"]+)"', page.text).group(1)
+    _problem(browser.post("/api/v1/nodes/node/queues", json={"name": "gw.csrf"}), 403)
+    # The console's own form, without its token: refused, nothing created.
+    r = browser.post("/queues", data={"node": "node", "name": "gw.csrf", "durable": "true"})
+    assert r.status_code == 303 and "error=" in r.headers["location"]
+    assert browser.get("/api/v1/nodes/node/queues/gw.csrf").status_code == 404
+    ok = browser.post("/api/v1/nodes/node/queues", json={"name": "gw.csrf"}, headers={"X-CSRF-Token": csrf})
+    assert ok.status_code == 201, ok.text
+    # A log-in form posted without the cookie the log-in page set is refused.
+    stranger = stack.client()
+    r = stranger.post("/login", data={"username": "admin", "password": "s3cret-admin", "csrf_token": "forged"})
+    assert r.status_code == 303 and r.headers["location"].startswith("/login") and "meshmq_session" not in r.cookies
+
+
+def test_bad_requests_are_problems_naming_what_was_wrong(stack):
+    admin = stack.client("admin")
+    bad = _problem(admin.post("/api/v1/nodes/node/queues", json={"name": ""}), 422, "INVALID_REQUEST")
+    assert "name" in bad["detail"]
+    bad = _problem(admin.post("/api/v1/nodes/node/queues", json={"name": "x", "routing_type": "broadcast"}), 422)
+    assert "routing_type" in bad["detail"]
+    _problem(admin.post("/api/v1/nodes/node/queues", content=b"{not json", headers={"content-type":
+                                                                                   "application/json"}), 422)
+    internal = admin.post("/api/v1/nodes/node/queues", json={"name": "$.meshmq.mine"})
+    _problem(internal, 400, "INVALID_REQUEST")
+
+
+async def test_the_gateway_metrics_move_with_its_traffic(stack):
+    admin = stack.client("admin")
+
+    def requests_total() -> float:
+        text = httpx.get(f"{stack.base}/metrics").text
+        return sum(s.value for f in text_string_to_metric_families(text) if f.name == "meshmq_gateway_requests"
+                   for s in f.samples if s.name.endswith("_total") and s.labels["route"] == "/api/v1/nodes")
+
+    before = requests_total()
+    for _ in range(3):
+        admin.get("/api/v1/nodes")
+    assert requests_total() == before + 3
+
+
+def test_without_users_the_gateway_starts_only_in_dev_mode(tmp_path, stack):
+    plain = gateway_config(stack.router.endpoint).split("security-enabled")[0]
+    refused = ServiceProcess(tmp_path, "gw-nousers", "gateway", plain)
+    with pytest.raises(RuntimeError, match="none are configured"):
+        refused.start()
+    dev = ServiceProcess(tmp_path, "gw-dev", "gateway", plain.replace("static-connectors", "dev-mode: true\n"
+                                                                       "  static-connectors"))
+    stack.nodes.started.append(dev)
+    dev.start()
+    with httpx.Client(base_url=dev.endpoint) as c:
+        r = c.post("/api/v1/auth/token", json={"username": "admin", "password": "admin"})
+        assert r.status_code == 200 and r.json()["can_manage"], r.text
