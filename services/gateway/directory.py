@@ -64,7 +64,8 @@ class RouterDirectory:
     def __init__(self, config: BrokerConfig) -> None:
         self._config = config
         self._call_timeout_s = config.gateway.call_timeout / 1000
-        self._static = [Member(config.connectors[ref]) for ref in config.gateway.static_connectors]
+        # Named by their connector until they answer (a node down keeps that name).
+        self._static = [Member(config.connectors[ref], name=ref) for ref in config.gateway.static_connectors]
         if not self._static and config.gateway.discovery_group_ref is None:
             own = config.acceptors[0]
             host = "127.0.0.1" if own.host in ("0.0.0.0", "::", "") else own.host

@@ -19,24 +19,26 @@ from .views import NodeDown, NodeNotFound
 
 MEDIA_TYPE = "application/problem+json"
 
-STATUS_FOR_REASON: dict[Reason, int] = {
-    Reason.INVALID_SELECTOR: 400,
-    Reason.INVALID_REQUEST: 400,
-    Reason.QUEUE_NOT_FOUND: 404,
-    Reason.ADDRESS_NOT_FOUND: 404,
-    Reason.QUEUE_EXISTS: 409,
-    Reason.QUEUE_IN_USE: 409,
-    Reason.DUPLICATE_ID: 409,
-    Reason.ADDRESS_FULL: 409,
-    Reason.UNAUTHENTICATED: 401,
-    Reason.PERMISSION_DENIED: 403,
-    Reason.MESSAGE_TOO_LARGE: 413,
-    Reason.NOT_ACTIVE: 503,
-    Reason.FENCED: 503,
-    Reason.STORE_UNAVAILABLE: 503,
-    Reason.UNBLOCKED: 503,
-    Reason.CONNECTION_FAILED: 503,
-    Reason.SCALED_DOWN: 503,
+# By reason code (strings, so a code a newer router sends maps too).
+STATUS_FOR_REASON: dict[str, int] = {
+    "INVALID_SELECTOR": 400,
+    "INVALID_REQUEST": 400,
+    "QUEUE_NOT_FOUND": 404,
+    "ADDRESS_NOT_FOUND": 404,
+    "QUEUE_EXISTS": 409,
+    "QUEUE_IN_USE": 409,
+    "ADDRESS_IN_USE": 409,
+    "DUPLICATE_ID": 409,
+    "ADDRESS_FULL": 409,
+    "UNAUTHENTICATED": 401,
+    "PERMISSION_DENIED": 403,
+    "MESSAGE_TOO_LARGE": 413,
+    "NOT_ACTIVE": 503,
+    "FENCED": 503,
+    "STORE_UNAVAILABLE": 503,
+    "UNBLOCKED": 503,
+    "CONNECTION_FAILED": 503,
+    "SCALED_DOWN": 503,
 }
 
 
@@ -57,7 +59,7 @@ def problem(status: int, title: str, detail: str = "", reason: str = "", node: s
 
 
 def for_error(exc: MeshMQError, node: str = "") -> JSONResponse:
-    status = STATUS_FOR_REASON.get(exc.reason, 502)
+    status = STATUS_FOR_REASON.get(exc.reason.value, 502)
     return problem(status, exc.reason.value.replace("_", " ").lower(), str(exc), exc.reason.value, node)
 
 
