@@ -50,6 +50,10 @@ if TYPE_CHECKING:
     from meshmq.config.models import BrokerConfig
 
 
+# Artemis's management address: the subject of `manage` (and `view`) for node-wide operations.
+MANAGEMENT_ADDRESS = "activemq.management"
+
+
 class Permission(str, enum.Enum):
     """Artemis's permission types; the values are the YAML keys under a security-setting."""
 

@@ -13,13 +13,13 @@ import grpc
 from meshmq import __version__
 from meshmq.errors import BrokerError, abort_with
 from meshmq.security.authentication import Authenticator
-from meshmq.security.authorization import Authorizer, Permission
+from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
 from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 from meshmq.v1 import messages_pb2 as mpb
 
 from . import browsing, message_moves
-from .access import MANAGEMENT_ADDRESS, access_for
+from .access import access_for
 from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
 from .queue import Queue
