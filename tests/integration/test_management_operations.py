@@ -325,3 +325,30 @@ async def test_kill9_during_a_durable_move_loses_and_duplicates_nothing(nodes):
         assert not a & b and a | b == set(range(total))
         kept = next(x for x in await conn.admin.list_addresses() if x.name == "mo.kept")
         assert list(kept.routing_types) == [1, 2]
+
+
+def test_cli_commands(node):
+    import subprocess
+    import sys
+
+    def meshmq(*args):
+        r = subprocess.run([sys.executable, "-m", "meshmq.cli.main", *args, "--url", node.url],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    assert "address mo.cli (MULTICAST)" in meshmq("address", "create", "mo.cli", "--routing-type", "multicast")
+    meshmq("queue", "create", "mo.cli.a", "--address", "mo.cli", "--routing-type", "multicast")
+    meshmq("queue", "create", "mo.cli.b", "--address", "mo.cli", "--routing-type", "multicast")
+    assert "paused queue mo.cli.a" in meshmq("queue", "pause", "mo.cli.a")
+    meshmq("send", "--address", "mo.cli", "--routing-type", "multicast", "--body", "hello there", "--count", "3",
+           "-p", "n=1")
+    listed = meshmq("queue", "browse", "mo.cli.a", "--body-bytes", "5").splitlines()
+    assert listed[0].split("\t") == ["id", "state", "priority", "deliveries", "size", "properties", "body"]
+    assert [line.split("\t")[1] for line in listed[1:]] == ["waiting"] * 3
+    assert all(line.endswith("\thello…") for line in listed[1:])
+    assert "moved 2 of 2 message(s) from mo.cli.a to mo.cli.b" in meshmq("queue", "move", "mo.cli.a", "mo.cli.b",
+                                                                          "--limit", "2")
+    assert "resumed queue mo.cli.a (1 messages)" in meshmq("queue", "resume", "mo.cli.a")
+    assert "retried 0 of 1 message(s) from mo.cli.a; 1 left" in meshmq("queue", "retry", "mo.cli.a")
+    assert "deleted address mo.cli (6 messages removed)" in meshmq("address", "delete", "mo.cli", "--force")
