@@ -78,7 +78,8 @@ async def move(broker: Broker, source: Queue, target: Queue, selector: Selector 
         return dead_letter.server_message(msg), [target]
 
     wanted = _selected(selector, broker.last_message_id)
-    async for p in _run(broker, source, wanted, copy, limit, count=wanted if selector is not None else None):
+    async for p in _run(broker, source, wanted, copy, limit, count=wanted if selector is not None else None,
+                        target=target):
         yield p
 
 
@@ -120,7 +121,7 @@ async def retry(broker: Broker, source: Queue, selector: Selector | None) -> Asy
 
 
 async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], copy, limit: int,
-               count: Callable[[Ref], bool] | None) -> AsyncIterator[Progress]:
+               count: Callable[[Ref], bool] | None, target: Queue | None = None) -> AsyncIterator[Progress]:
     """Take batches of `wanted` messages from `source` and transfer each to
     where `copy(ref)` says ((copy, queues); queues None: it stays). The total
     is what `count` takes (None: every message the queue holds but those
@@ -130,6 +131,9 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
         total = min(total, limit)
     done = 0
     while not source.deleted and (not limit or done < limit):
+        if target is not None and target.deleted:
+            raise BrokerError(Reason.QUEUE_NOT_FOUND,
+                              f"queue {target.name!r} was deleted during the move ({done} messages moved)")
         n = BATCH if not limit else min(BATCH, limit - done)
         refs = source.take_waiting(wanted, n)
         if not refs:
