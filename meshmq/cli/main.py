@@ -267,15 +267,12 @@ def receive(url, queue, address, subscription, filter_, count, timeout, no_ack) 
 
 @main.group()
 def queue() -> None:
-    """List, create, delete or purge queues."""
+    """List, create, delete, purge, browse, pause and resume queues; move and retry their messages."""
 
 
 @queue.command("list")
 @click.option("--url", default=DEFAULT_URL, show_default=True)
 def queue_list(url) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     from meshmq.client import connect
     from meshmq.v1 import messages_pb2 as mpb
 
@@ -284,20 +281,29 @@ def queue_list(url) -> None:
             return await conn.admin.list_queues()
 
     qs = _run(go())
-    header = ("queue", "address", "routing", "durable", "messages", "paged", "paged-bytes", "consumers", "delivering",
-              "added", "acked", "filter")
+    header = ("queue", "address", "routing", "durable", "messages", "paged", "paged-bytes", "scheduled", "consumers",
+              "delivering", "added", "acked", "paused", "filter")
     rows = [
         (
             q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
-            str(q.message_count), str(q.paged_count), str(q.paged_bytes), str(q.consumer_count), str(q.delivering_count),
-            str(q.messages_added), str(q.messages_acknowledged), q.filter,
+            str(q.message_count), str(q.paged_count), str(q.paged_bytes), str(q.scheduled_count), str(q.consumer_count),
+            str(q.delivering_count), str(q.messages_added), str(q.messages_acknowledged), "yes" if q.paused else "no",
+            q.filter,
         )
         for q in qs
     ]
-    if not sys.stdout.isatty():  # piped: one tab-separated line per queue, for scripts
+    _print_table(header, rows)
+
+
+def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    """A rich table on a terminal; piped, one tab-separated line per row (for scripts)."""
+    if not sys.stdout.isatty():
         for row in (header, *rows):
             click.echo("\t".join(row))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(*header)
     for row in rows:
         table.add_row(*row)
@@ -347,6 +353,152 @@ def queue_purge(name, url) -> None:
         async with await connect(url) as conn:
             n = await conn.admin.purge_queue(name)
             click.echo(f"purged {n} messages from {name}")
+
+    _run(go())
+
+
+@queue.command("browse")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--offset", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--filter", "filter_", default="", help="Only messages this selector matches.")
+@click.option("--body-bytes", default=64, show_default=True, type=click.IntRange(min=1), help="How much of each body to show.")
+def queue_browse(name, url, offset, limit, filter_, body_bytes) -> None:
+    """Show a queue's messages in delivery order without consuming them."""
+    from meshmq.client import connect
+    from meshmq.properties import properties_dict
+
+    async def go():
+        async with await connect(url) as conn:
+            return await conn.admin.browse(name, offset=offset, limit=limit, filter=filter_, body_preview_bytes=body_bytes)
+
+    page = _run(go())
+    rows = []
+    for b in page.messages:
+        m = b.message
+        body = m.body.decode(errors="replace") + ("…" if b.body_size > len(m.body) else "")
+        rows.append((str(m.message_id), b.state, str(m.priority), str(b.delivery_count), str(b.body_size),
+                     repr(properties_dict(m.properties)) if m.properties else "", body))
+    _print_table(("id", "state", "priority", "deliveries", "size", "properties", "body"), rows)
+    shown = f"{offset + 1}-{offset + len(page.messages)}" if page.messages else "none"
+    click.echo(f"{shown} of {page.total} message(s){' matching' if filter_ else ''} in {name}", err=True)
+
+
+def _with_progress(what: str, call):
+    """Run a streamed operation (`call(on_progress)`), showing its progress; print the outcome."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), transient=True,
+                  disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task(what, total=None)
+
+        def on_progress(p) -> None:
+            bar.update(task, completed=p.done, total=p.total or None)
+
+        return _run(call(on_progress))
+
+
+@queue.command("move")
+@click.argument("name")
+@click.argument("to_queue")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--filter", "filter_", default="", help="Only messages this selector matches.")
+@click.option("--limit", default=0, show_default=True, type=click.IntRange(min=0), help="At most this many (0 = all).")
+def queue_move(name, to_queue, url, filter_, limit) -> None:
+    """Move a queue's waiting messages to another queue (those being delivered stay)."""
+    from meshmq.client import connect
+
+    async def go(on_progress):
+        async with await connect(url) as conn:
+            return await conn.admin.move_messages(name, to_queue, filter=filter_, limit=limit, on_progress=on_progress)
+
+    final = _with_progress(f"moving {name} → {to_queue}", go)
+    if final is not None:
+        click.echo(f"moved {final.done} of {final.total} message(s) from {name} to {to_queue}")
+
+
+@queue.command("retry")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--filter", "filter_", default="", help="Only messages this selector matches.")
+def queue_retry(name, url, filter_) -> None:
+    """Send a dead-letter (or expiry) queue's messages back to the queues they died on."""
+    from meshmq.client import connect
+
+    async def go(on_progress):
+        async with await connect(url) as conn:
+            return await conn.admin.retry_messages(name, filter=filter_, on_progress=on_progress)
+
+    final = _with_progress(f"retrying {name}", go)
+    if final is not None:
+        left = final.total - final.done
+        click.echo(f"retried {final.done} of {final.total} message(s) from {name}"
+                   + (f"; {left} left (no _AMQ_ORIG_QUEUE or _AMQ_ORIG_ADDRESS to return to)" if left else ""))
+
+
+@queue.command("pause")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+def queue_pause(name, url) -> None:
+    """Stop delivering a queue's messages (it still receives them) until resumed."""
+    _pause(name, url, pause=True)
+
+
+@queue.command("resume")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+def queue_resume(name, url) -> None:
+    """Deliver a paused queue's messages again."""
+    _pause(name, url, pause=False)
+
+
+def _pause(name: str, url: str, *, pause: bool) -> None:
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            call = conn.admin.pause_queue if pause else conn.admin.resume_queue
+            q = await call(name)
+            click.echo(f"{'paused' if q.paused else 'resumed'} queue {q.name} ({q.message_count} messages)")
+
+    _run(go())
+
+
+@main.group()
+def address() -> None:
+    """Create or delete addresses."""
+
+
+@address.command("create")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--routing-type", "routing_types", multiple=True, type=click.Choice(["anycast", "multicast"]),
+              help="Repeat for both (default: anycast).")
+def address_create(name, url, routing_types) -> None:
+    from meshmq.client import connect
+    from meshmq.v1 import messages_pb2 as mpb
+
+    async def go():
+        async with await connect(url) as conn:
+            a = await conn.admin.create_address(name, routing_types=routing_types or ("anycast",))
+            kinds = "+".join(mpb.RoutingType.Name(rt) for rt in a.routing_types)
+            click.echo(f"address {a.name} ({kinds})" + (f", queues: {', '.join(a.queues)}" if a.queues else ""))
+
+    _run(go())
+
+
+@address.command("delete")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+@click.option("--force", is_flag=True, help="Delete its queues (and their messages) too.")
+def address_delete(name, url, force) -> None:
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            n = await conn.admin.delete_address(name, force=force)
+            click.echo(f"deleted address {name} ({n} messages removed)")
 
     _run(go())
 

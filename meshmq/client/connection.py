@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable, Sequence
 
 import grpc
 
@@ -422,3 +423,57 @@ class Admin:
 
     async def purge_queue(self, name: str) -> int:
         return (await self._call(self._stub.PurgeQueue, mgpb.PurgeQueueRequest(name=name))).messages_removed
+
+    async def create_address(self, name: str, *, routing_types: Sequence[str] = ("anycast",)) -> mgpb.AddressInfo:
+        """Create an address, or return it when it exists with these routing types."""
+        for rt in routing_types:
+            if rt not in _ROUTING:
+                raise ValueError(f"routing types must be 'anycast' or 'multicast', got {rt!r}")
+        req = mgpb.CreateAddressRequest(name=name, routing_types=[_ROUTING[rt] for rt in routing_types])
+        return await self._call(self._stub.CreateAddress, req)
+
+    async def delete_address(self, name: str, *, force: bool = False) -> int:
+        """Delete an address (with `force`, its queues and their messages too); returns the messages removed."""
+        resp = await self._call(self._stub.DeleteAddress, mgpb.DeleteAddressRequest(name=name, force=force))
+        return resp.messages_removed
+
+    async def browse(self, queue: str, *, offset: int = 0, limit: int = 100, filter: str = "",
+                     body_preview_bytes: int = 256) -> mgpb.BrowseMessagesResponse:
+        """A page of `queue`'s messages in delivery order, without consuming them."""
+        req = mgpb.BrowseMessagesRequest(queue=queue, offset=offset, limit=limit, filter=filter,
+                                         body_preview_bytes=body_preview_bytes)
+        return await self._call(self._stub.BrowseMessages, req)
+
+    async def move_messages(self, queue: str, to_queue: str, *, filter: str = "", limit: int = 0,
+                            on_progress: Callable[[mgpb.OperationProgress], None] | None = None
+                            ) -> mgpb.OperationProgress:
+        """Move `queue`'s waiting messages (those `filter` selects, at most
+        `limit`; 0 = all) to `to_queue`. Returns the final progress;
+        `on_progress` sees each one as it comes."""
+        req = mgpb.MoveMessagesRequest(queue=queue, to_queue=to_queue, filter=filter, limit=limit)
+        return await self._stream(self._stub.MoveMessages, req, on_progress)
+
+    async def retry_messages(self, queue: str, *, filter: str = "",
+                             on_progress: Callable[[mgpb.OperationProgress], None] | None = None
+                             ) -> mgpb.OperationProgress:
+        """Send a dead-letter (or expiry) queue's messages back to the queues
+        they died on. The final progress's `total - done` were left (no origin)."""
+        req = mgpb.RetryMessagesRequest(queue=queue, filter=filter)
+        return await self._stream(self._stub.RetryMessages, req, on_progress)
+
+    async def pause_queue(self, name: str) -> mgpb.QueueInfo:
+        return await self._call(self._stub.PauseQueue, mgpb.PauseQueueRequest(name=name))
+
+    async def resume_queue(self, name: str) -> mgpb.QueueInfo:
+        return await self._call(self._stub.ResumeQueue, mgpb.PauseQueueRequest(name=name))
+
+    async def _stream(self, method, request, on_progress) -> mgpb.OperationProgress:
+        # No deadline: a long operation reports progress for as long as it runs.
+        last = mgpb.OperationProgress()
+        try:
+            async for last in method(request, metadata=self._md):
+                if on_progress is not None:
+                    on_progress(last)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        return last

@@ -424,6 +424,8 @@ class SecuritySetting(_Model):
     delete_non_durable_queue: Roles = ()
     manage: Roles = ()
     browse: Roles = ()
+    # Read-only management (listing addresses, queues, consumers, cluster state); `manage` implies it.
+    view: Roles = ()
 
     @model_validator(mode="before")
     @classmethod

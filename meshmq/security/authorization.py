@@ -10,6 +10,8 @@ gives each user roles::
 
 A user may perform an action on an address when one of their roles is listed
 for that permission in the security-setting that applies to the address.
+``manage`` implies ``view`` (read-only management), as Artemis's management
+roles do: a role listed for ``manage`` needs no ``view`` entry as well.
 
 Which security-setting applies
 ------------------------------
@@ -65,6 +67,8 @@ class Permission(str, enum.Enum):
     DELETE_NON_DURABLE_QUEUE = "delete-non-durable-queue"
     MANAGE = "manage"
     BROWSE = "browse"
+    # Read-only management (Artemis's management "view" role); `manage` implies it.
+    VIEW = "view"
 
 
 # What a refusal says the user tried to do, before "address 'x'".
@@ -79,6 +83,7 @@ _ACTION = {
     Permission.DELETE_NON_DURABLE_QUEUE: "delete a non-durable queue on",
     Permission.MANAGE: "manage",
     Permission.BROWSE: "browse queues on",
+    Permission.VIEW: "view",
 }
 
 Grants = Mapping[Permission, frozenset[str]]
@@ -100,7 +105,12 @@ class Authorizer:
         enabled: bool = True,
         cache_size: int = 10_000,
     ) -> None:
-        settings = dict(security_settings or {})
+        # `manage` implies `view`: whoever may change the broker may look at it.
+        settings = {
+            pattern: {**grants, Permission.VIEW: grants.get(Permission.VIEW, frozenset())
+                      | grants.get(Permission.MANAGE, frozenset())}
+            for pattern, grants in (security_settings or {}).items()
+        }
         for pattern in settings:
             problem = match_syntax_problem(pattern)
             if problem is not None:

@@ -16,13 +16,23 @@ Which permission each action needs:
   for it: `create-durable-queue` (a durable subscription, an auto-created
   queue) or `create-non-durable-queue` (a temporary subscription), plus
   `create-address` if its address does not exist.
-* management: listing addresses, queues and consumers needs `manage` on
-  the management address (`activemq.management`, as in Artemis); creating
-  and deleting a queue need `create-…`/`delete-…-queue` on its address;
-  purging needs `manage` on the queue's address. Node information and
-  watching the topology need only authentication: every client asks for
-  them at first contact and to balance its sessions.
-* `browse` is checked by queue browsing, which the router does not offer yet.
+* management (ManagementServicer, services/router/management.py):
+  - listing addresses, queues and consumers, and the cluster state: `view`
+    on the management address (`activemq.management`, as in Artemis);
+    `manage` there implies `view`;
+  - creating and deleting a queue: `create-…`/`delete-…-queue` on its address;
+  - creating an address: `create-address` on it; deleting one:
+    `delete-address` on it (with force, its queues go with it: no queue
+    permission is asked on top);
+  - browsing a queue's messages: `browse` on the queue's address;
+  - purging, pausing and resuming a queue, and retrying a dead-letter
+    queue's messages: `manage` on the queue's address (a retry sends each
+    message back where it came from and asks no `send` there: that is where
+    the message was already accepted);
+  - moving messages: `manage` on the source queue's address and `send` on
+    the target queue's address (a move is a send there);
+  - node information and watching the topology: authentication only: every
+    client asks for them at first contact and to balance its sessions.
 
 When authorization is not active (security disabled, or no security-settings:
 see the Authorizer), sessions get no `Access` and nothing is checked.

@@ -37,7 +37,7 @@ from .journal_batcher import JournalBatcher
 from .message import Ref, ServerMessage
 from .queue import Queue, now_ms
 from .recovery import load_state
-from .routing import ANYCAST, MULTICAST, RT_BIT, decide
+from .routing import ANYCAST, MULTICAST, RT_BIT, decide, routing_type_names
 
 log = logging.getLogger("meshmq.router")
 
@@ -187,6 +187,11 @@ class Broker:
             message_timestamp=m.timestamp,
         )
 
+    @property
+    def last_message_id(self) -> int:
+        """The newest message id handed out so far (operations on "what is there now" stop at it)."""
+        return self._next_message_id - 1
+
     def next_message_id(self) -> int:
         mid = self._next_message_id
         self._next_message_id += 1
@@ -305,6 +310,64 @@ class Broker:
         log.info("deleted queue %s (%d messages removed)", name, removed)
         self.bindings_changed()
         return removed
+
+    def create_address(self, name: str, routing_types: Iterable[int]) -> Address:
+        """An address with `routing_types` (ANYCAST when none), or the existing
+        one when it already has each of them (Artemis's createAddress)."""
+        check_name("address", name)
+        not_internal("address", name)
+        wanted = 0
+        for rt in routing_types or (ANYCAST,):
+            if rt not in RT_BIT:
+                raise BrokerError(Reason.INVALID_REQUEST, f"address {name!r}: routing type must be ANYCAST or MULTICAST")
+            wanted |= RT_BIT[rt]
+        addr = self.addresses.get(name)
+        if addr is not None:
+            if wanted & ~addr.routing_types:
+                raise BrokerError(
+                    Reason.ADDRESS_EXISTS,
+                    f"address {name!r} already exists as {routing_type_names(addr.routing_types)}, "
+                    f"not {routing_type_names(wanted)}",
+                )
+            return addr
+        for rt in (ANYCAST, MULTICAST):
+            if wanted & RT_BIT[rt]:
+                addr = self.ensure_address(name, rt, auto_created=False)
+        log.info("created address %s (%s)", name, routing_type_names(addr.routing_types))
+        self.bindings_changed()
+        return addr
+
+    def delete_address(self, name: str, *, force: bool = False) -> int:
+        """Delete an address; one with queues only with `force`, which deletes
+        them (closing their consumers) first. Returns the messages removed."""
+        not_internal("address", name)
+        addr = self.addresses.get(name)
+        if addr is None:
+            raise BrokerError(Reason.ADDRESS_NOT_FOUND, f"address {name!r} does not exist")
+        if addr.queues and not force:
+            raise BrokerError(
+                Reason.ADDRESS_IN_USE,
+                f"address {name!r} has {len(addr.queues)} queue(s) ({', '.join(sorted(addr.queues))}); "
+                "delete them first or use force",
+            )
+        removed = sum(self.delete_queue(q, force=True) for q in list(addr.queues))
+        if self.addresses.get(name) is addr:  # (deleting its last queue may have auto-deleted it)
+            del self.addresses[name]
+            self.duplicates.drop(name)
+            if self.persistence_enabled:
+                self.batch().delete_addresses.append(name)
+        log.info("deleted address %s (%d messages removed)", name, removed)
+        return removed
+
+    def pause_queue(self, name: str, paused: bool) -> Queue:
+        """Pause (no delivery until resumed) or resume a queue; not persisted."""
+        q = self.get_queue(name)
+        if q.paused != paused:
+            q.paused = paused
+            log.info("queue %s %s", name, "paused" if paused else "resumed")
+            if not paused:
+                self.schedule_dispatch(q)
+        return q
 
     def purge_queue(self, name: str) -> int:
         return self._remove_waiting(self.get_queue(name))
@@ -435,7 +498,7 @@ class Broker:
                                      or (not msg.routing_type and addr.routing_types == RT_BIT[sole.routing_type])):
                 if addr.max_bytes < 0:
                     self._resolve_limits(addr)
-                if not (addr.refuses and not moved and self._full(addr)):
+                if not (addr.refuses and not moved and self.full(addr)):
                     return [sole]
         for _ in range(MAX_ROUTING_STEPS):
             addr = self.addresses.get(msg.address)
@@ -445,7 +508,7 @@ class Broker:
                 if decision.advance_round_robin:
                     addr.round_robin += 1
                 policy = settings.address_full_policy
-                if policy in paging.REFUSING and decision.targets and not moved and self._full(addr):
+                if policy in paging.REFUSING and decision.targets and not moved and self.full(addr):
                     if policy == paging.FAIL:
                         raise BrokerError(
                             Reason.ADDRESS_FULL,
@@ -472,7 +535,7 @@ class Broker:
                     MAX_ROUTING_STEPS)
         return []
 
-    def _full(self, addr: Address | None) -> bool:
+    def full(self, addr: Address | None) -> bool:
         """Whether `addr` (None: an address not created yet) is full (paging.py);
         resolves the address's limits on first use."""
         if addr is None:
@@ -506,7 +569,7 @@ class Broker:
                 continue
             if addr.max_bytes < 0:
                 self._resolve_limits(addr)
-            if addr.blocks and self._full(addr):
+            if addr.blocks and self.full(addr):
                 return addr
         return None
 
@@ -526,7 +589,7 @@ class Broker:
     def _room_made(self) -> None:
         """Memory was freed while some address blocks: wake the waiters of those with room."""
         loop = asyncio.get_running_loop()
-        for addr in [a for a in self._waiting_for_room if not self._full(a)]:
+        for addr in [a for a in self._waiting_for_room if not self.full(a)]:
             log.info("unblocking message production on address %s", addr.name)
             for callback in self._waiting_for_room.pop(addr):
                 loop.call_soon(callback)
@@ -538,7 +601,7 @@ class Broker:
         Keeps `addr.paging` true while any queue of the address has a page."""
         if msg.large or not self.persistence_enabled:
             return []
-        if self._full(addr):
+        if self.full(addr):
             addr.paging = True
             return queues
         addr.paging = any(q.has_page for q in addr.queues.values())
@@ -744,15 +807,21 @@ class Broker:
         dirty, self._dirty = self._dirty, set()
         active = self.redistribution.active
         for q in dirty:
-            if not q.deleted:
+            if not (q.deleted or q.paused):  # a paused queue delivers nothing (not even to other nodes)
                 if active and q in active:
                     self.redistribution.run(q)
                 q.dispatch(self.expire)
                 if (q.consumers or q in active) and not q.depaging and paging.should_read_page(
                     q.waiting, q.paged_messages, q.paged_bytes, self.settings(q.address).page_size_bytes
                 ):
-                    q.depaging = True
-                    asyncio.get_running_loop().create_task(self.read_page(q))
+                    self.page_in(q)
+
+    def page_in(self, q: Queue) -> asyncio.Task:
+        """Read `q`'s next page into memory (read_page), or join the read under way."""
+        if not q.depaging:
+            q.depaging = True
+            q.page_reader = asyncio.get_running_loop().create_task(self.read_page(q))
+        return q.page_reader
 
     async def read_page(self, q: Queue) -> None:
         """Bring the next page of `q`'s paged messages into memory, in order."""

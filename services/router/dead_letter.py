@@ -8,6 +8,10 @@ dead-letter address when send-to-dla-on-no-route is set
 (`redirect_unroutable`); and such an address that does not exist yet gets an
 anycast queue of its own name (`ensure_target`), so a moved message is kept
 rather than silently dropped.
+
+`transfer` is the one step that takes a message from one queue to another,
+atomically in the journal; the operator's moves and retries
+(message_moves.py) use it too.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
 from .message import Ref, ServerMessage
-from .queue import now_ms
+from .queue import Queue, now_ms
 from .routing import ANYCAST
 
 if TYPE_CHECKING:
@@ -44,25 +48,61 @@ def redirect_unroutable(broker: Broker, msg: ServerMessage, dead_letter_address:
 
 def move(broker: Broker, ref: Ref, target: str | None, kind: int) -> None:
     """Release `ref` with event `kind` and, when `target` is set, store a copy there."""
-    src = ref.msg
-    broker.release(ref, kind)
     if not target:
+        broker.release(ref, kind)
         return
-    copy = mpb.Message()
-    copy.CopyFrom(src.proto)
+    src = ref.msg
+    copy = copy_message(broker, ref, target)
     props = copy.properties
+    # Where it died, even if it had been moved before (retry returns it there).
     props["_AMQ_ORIG_ADDRESS"].string_value = src.address
     props["_AMQ_ORIG_QUEUE"].string_value = ref.queue.name
     props["_AMQ_ORIG_MESSAGE_ID"].int_value = src.id
     if kind == jpb.EXPIRED:
         props["_AMQ_ACTUAL_EXPIRY"].int_value = now_ms()
-    copy.address = target
     copy.expiration = 0
+    moved = server_message(copy)
+    ensure_target(broker, target)
+    broker.enqueue_when_stored(transfer(broker, ref, moved, broker.route(moved, moved=True), kind))
+
+
+def copy_message(broker: Broker, ref: Ref, address: str) -> mpb.Message:
+    """A copy of `ref`'s message for `address`, under a new message id and
+    without a routing type (it reaches the queues it is sent to whatever it
+    was sent as)."""
+    copy = mpb.Message()
+    copy.CopyFrom(ref.msg.proto)
+    copy.address = address
     copy.routing_type = 0
     copy.message_id = broker.next_message_id()
-    moved = ServerMessage(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
-    ensure_target(broker, target)
-    queues = broker.route(moved, moved=True)
-    if moved.large:
-        broker.copy_large_body(src, moved)
-    broker.enqueue_when_stored(broker.stage(moved, queues))
+    return copy
+
+
+def mark_origin(copy: mpb.Message, ref: Ref) -> None:
+    """The `_AMQ_ORIG_*` properties of a message an operator moves, as
+    Artemis sets them: the first origin stays (a message moved twice still
+    names the queue it was first on)."""
+    props = copy.properties
+    if "_AMQ_ORIG_QUEUE" not in props:
+        props["_AMQ_ORIG_QUEUE"].string_value = ref.queue.name
+    if "_AMQ_ORIG_MESSAGE_ID" not in props:
+        props["_AMQ_ORIG_ADDRESS"].string_value = ref.msg.address
+        props["_AMQ_ORIG_MESSAGE_ID"].int_value = ref.msg.id
+
+
+def server_message(copy: mpb.Message) -> ServerMessage:
+    return ServerMessage(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
+
+
+def transfer(broker: Broker, ref: Ref, moved: ServerMessage, queues: list[Queue], kind: int) -> list[Ref]:
+    """The one way a message changes queue on this node (dead letter, expiry,
+    an operator's move or retry): its copy `moved` is staged for `queues` and
+    `ref` released with event `kind`, in the same synchronous step, so both
+    go into the same journal batch — one transaction: after a crash at any
+    moment the message is in exactly one of the two places. Returns the
+    copy's references, to enqueue once stored (Broker.enqueue_when_stored)."""
+    if moved.large:  # before the release, which may drop the body it shares
+        broker.copy_large_body(ref.msg, moved)
+    staged = broker.stage(moved, queues)
+    broker.release(ref, kind)
+    return staged

@@ -5,26 +5,59 @@ lists for it before it reads or changes anything."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterable
 
 import grpc
 
 from meshmq import __version__
 from meshmq.errors import BrokerError, abort_with
 from meshmq.security.authentication import Authenticator
-from meshmq.security.authorization import Authorizer, Permission
+from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
 from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
+from meshmq.v1 import messages_pb2 as mpb
 
-from .access import MANAGEMENT_ADDRESS, access_for
-from .addresses import not_internal
+from . import browsing, message_moves
+from .access import access_for
+from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
 from .queue import Queue
 from .client_topology import ClientTopology
 
 
-# What listing and node information need (access.py).
-_MANAGE = ((Permission.MANAGE, MANAGEMENT_ADDRESS),)
+# What listing needs (access.py): `view`, which `manage` implies.
+_VIEW = ((Permission.VIEW, MANAGEMENT_ADDRESS),)
+DEFAULT_BODY_PREVIEW = 256
+
+
+def address_info(a: Address) -> mgpb.AddressInfo:
+    return mgpb.AddressInfo(
+        name=a.name,
+        routing_types=[rt for bit, rt in ((1, 1), (2, 2)) if a.routing_types & bit],
+        queues=sorted(a.queues),
+        auto_created=a.auto_created,
+        memory_messages=max(0, a.memory_messages),
+        memory_bytes=max(0, a.memory_bytes),
+        messages_dropped=a.messages_dropped,
+        paging=any(q.has_page for q in a.queues.values()),
+    )
+
+
+def browsed_message(item: browsing.Browsed, preview: int) -> mgpb.BrowsedMessage:
+    src = item.ref.msg.proto
+    m = mpb.Message()
+    m.CopyFrom(src)
+    if len(m.body) > preview:
+        m.body = m.body[:preview]
+    return mgpb.BrowsedMessage(
+        message=m, state=item.state, delivery_count=item.ref.delivery_count,
+        body_size=src.body_size if src.large else len(src.body),
+    )
+
+
+def progress(p: message_moves.Progress) -> mgpb.OperationProgress:
+    return mgpb.OperationProgress(done=p.done, total=p.total, finished=p.finished)
 
 
 def queue_info(q: Queue) -> mgpb.QueueInfo:
@@ -45,6 +78,8 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
         messages_killed=q.messages_killed,
         paged_count=q.paged_messages,
         paged_bytes=q.paged_bytes,
+        scheduled_count=q.scheduled_count,
+        paused=q.paused,
     )
 
 
@@ -63,16 +98,32 @@ class ManagementServicer(mggrpc.ManagementServicer):
         self.topology = topology
         self.authorizer = authorizer or Authorizer(enabled=False)
 
+    def _check(self, context: grpc.aio.ServicerContext,
+               needed: Callable[[], Iterable[tuple[Permission, str]]]) -> None:
+        user = self.auth.authenticate(context)
+        access = access_for(self.authorizer, user)
+        if access is not None:
+            for permission, address in needed():
+                access.check(permission, address)
+
     async def _guard(self, context: grpc.aio.ServicerContext, fn,
-                     needed: Callable[[], Iterable[tuple[Permission, str]]] = lambda: _MANAGE):
-        """Authenticate, check each (permission, address) `needed` gives, then run `fn`."""
+                     needed: Callable[[], Iterable[tuple[Permission, str]]] = lambda: _VIEW):
+        """Authenticate, check each (permission, address) `needed` gives, then
+        run `fn` (awaited when it returns an awaitable)."""
         try:
-            user = self.auth.authenticate(context)
-            access = access_for(self.authorizer, user)
-            if access is not None:
-                for permission, address in needed():
-                    access.check(permission, address)
-            return fn()
+            self._check(context, needed)
+            result = fn()
+            return await result if inspect.isawaitable(result) else result
+        except BrokerError as exc:
+            await abort_with(context, exc)
+
+    async def _guard_stream(self, context: grpc.aio.ServicerContext, fn: Callable[[], AsyncIterator],
+                            needed: Callable[[], Iterable[tuple[Permission, str]]]):
+        """`_guard` for a streamed answer: each item `fn()` yields, converted by `progress`."""
+        try:
+            self._check(context, needed)
+            async for item in fn():
+                yield progress(item)
         except BrokerError as exc:
             await abort_with(context, exc)
 
@@ -96,19 +147,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
 
     async def ListAddresses(self, request, context):
         def run():
-            out = mgpb.ListAddressesResponse()
-            for a in sorted(self.broker.addresses.values(), key=lambda a: a.name):
-                out.addresses.add(
-                    name=a.name,
-                    routing_types=[rt for bit, rt in ((1, 1), (2, 2)) if a.routing_types & bit],
-                    queues=sorted(a.queues),
-                    auto_created=a.auto_created,
-                    memory_messages=max(0, a.memory_messages),
-                    memory_bytes=max(0, a.memory_bytes),
-                    messages_dropped=a.messages_dropped,
-                    paging=any(q.has_page for q in a.queues.values()),
-                )
-            return out
+            addresses = sorted(self.broker.addresses.values(), key=lambda a: a.name)
+            return mgpb.ListAddressesResponse(addresses=[address_info(a) for a in addresses])
 
         return await self._guard(context, run)
 
@@ -211,5 +251,72 @@ class ManagementServicer(mggrpc.ManagementServicer):
         return await self._guard(
             context,
             lambda: mgpb.PurgeQueueResponse(messages_removed=self.broker.purge_queue(request.name)),
+            lambda: [(Permission.MANAGE, self.broker.get_queue(request.name).address)],
+        )
+
+    async def CreateAddress(self, request, context):
+        return await self._guard(
+            context,
+            lambda: address_info(self.broker.create_address(request.name, list(request.routing_types))),
+            lambda: [(Permission.CREATE_ADDRESS, request.name)],
+        )
+
+    async def DeleteAddress(self, request, context):
+        return await self._guard(
+            context,
+            lambda: mgpb.DeleteAddressResponse(
+                messages_removed=self.broker.delete_address(request.name, force=request.force)),
+            lambda: [(Permission.DELETE_ADDRESS, request.name)],
+        )
+
+    async def BrowseMessages(self, request, context):
+        async def run():
+            q = self.broker.get_queue(request.queue)
+            selector = compile_filter(request.filter)
+            limit = min(request.limit or browsing.DEFAULT_LIMIT, browsing.MAX_LIMIT)
+            preview = request.body_preview_bytes or DEFAULT_BODY_PREVIEW
+            wanted = None if selector is None else (lambda ref: selector.matches(ref.msg.lookup))
+            items, total = await browsing.browse(self.broker, q, request.offset, limit, wanted)
+            return mgpb.BrowseMessagesResponse(messages=[browsed_message(i, preview) for i in items], total=total)
+
+        return await self._guard(
+            context, run, lambda: [(Permission.BROWSE, self.broker.get_queue(request.queue).address)]
+        )
+
+    async def MoveMessages(self, request, context):
+        def needed():
+            yield Permission.MANAGE, self.broker.get_queue(request.queue).address
+            yield Permission.SEND, self.broker.get_queue(request.to_queue).address
+
+        def run():
+            b = self.broker
+            return message_moves.move(
+                b, b.get_queue(request.queue), b.get_queue(request.to_queue), compile_filter(request.filter),
+                request.limit,
+            )
+
+        async for item in self._guard_stream(context, run, needed):
+            yield item
+
+    async def RetryMessages(self, request, context):
+        def run():
+            b = self.broker
+            return message_moves.retry(b, b.get_queue(request.queue), compile_filter(request.filter))
+
+        async for item in self._guard_stream(
+            context, run, lambda: [(Permission.MANAGE, self.broker.get_queue(request.queue).address)]
+        ):
+            yield item
+
+    async def PauseQueue(self, request, context):
+        return await self._pause(request, context, True)
+
+    async def ResumeQueue(self, request, context):
+        return await self._pause(request, context, False)
+
+    async def _pause(self, request, context, paused: bool):
+        return await self._guard(
+            context,
+            lambda: queue_info(self.broker.pause_queue(request.name, paused)),
             lambda: [(Permission.MANAGE, self.broker.get_queue(request.name).address)],
         )

@@ -18,6 +18,7 @@ import asyncio
 import heapq
 import time
 from collections import deque
+from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,11 @@ class Queue:
         self.paging_in = 0
         self.page_cursor = 0
         self.depaging = False
+        # The task reading its next page while `depaging` (Broker.page_in).
+        self.page_reader: asyncio.Task | None = None
+        # Paused by management (Artemis pause()): it still receives messages but
+        # the broker dispatches none until resumed. Not persisted: a restart resumes.
+        self.paused = False
         self.consumers: list[ServerConsumer] = []
         # Its Address (set when bound to it): memory is counted there (paging.py).
         self.home = None
@@ -100,6 +106,11 @@ class Queue:
     def message_count(self) -> int:
         """Messages the queue holds: waiting (in memory or paged), delivering, and in a redelivery delay."""
         return self.waiting + self.delivering + len(self.delayed) + self.paged_messages
+
+    @property
+    def scheduled_count(self) -> int:
+        """Of message_count, those in a redelivery delay (Artemis's ScheduledCount)."""
+        return len(self.delayed)
 
     @property
     def holds_nothing(self) -> bool:
@@ -168,6 +179,39 @@ class Queue:
                     kept = deque(r for r in refs if id(r) not in ids)
                     self.waiting -= len(refs) - len(kept)
                     lists[p] = kept
+
+    def take_waiting(self, wanted: Callable[[Ref], bool] | None, limit: int) -> list[Ref]:
+        """Take out up to `limit` waiting references that `wanted` accepts (None:
+        any), in delivery order; the others keep their places. Then, while
+        `limit` allows, matching references in a redelivery delay (their timers
+        cancelled). Looks only as far as it must: taking from the head of a
+        queue costs the batch, not the backlog."""
+        taken: list[Ref] = []
+        for p in range(PRIORITIES - 1, -1, -1):
+            if len(taken) >= limit:
+                break
+            parked, bucket = self._parked[p], self._buckets[p]
+            kept_parked: list[Ref] = []
+            kept_bucket: list[Ref] = []
+            while len(taken) < limit and (parked or bucket):
+                src = parked if parked and (not bucket or parked[0].seq < bucket[0].seq) else bucket
+                ref = src.popleft()
+                if wanted is None or wanted(ref):
+                    taken.append(ref)
+                else:
+                    (kept_parked if src is parked else kept_bucket).append(ref)
+            parked.extendleft(reversed(kept_parked))
+            bucket.extendleft(reversed(kept_bucket))
+        self.waiting -= len(taken)
+        if len(taken) < limit and self.delayed:
+            for ref in [r for r in self.delayed if wanted is None or wanted(r)][: limit - len(taken)]:
+                self.delayed.pop(ref).cancel()
+                taken.append(ref)
+        return taken
+
+    def delivering_refs(self) -> list[Ref]:
+        """What its consumers are delivering (unacknowledged), in arrival order."""
+        return sorted((r for c in self.consumers for r in c.delivering.values()), key=_SEQ)
 
     def iter_waiting(self):
         for p in range(PRIORITIES - 1, -1, -1):

@@ -37,6 +37,11 @@ RT_BIT = {ANYCAST: 1, MULTICAST: 2}
 RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
 
 
+def routing_type_names(bits: int) -> str:
+    """An address's routing-type bit set as text ("ANYCAST+MULTICAST")."""
+    return "+".join(name for name, rt in RT_BY_NAME.items() if bits & RT_BIT[rt]) or "none"
+
+
 class Routable(Protocol):
     """What routing reads of a message (ServerMessage has it)."""
 

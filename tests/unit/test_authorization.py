@@ -35,6 +35,7 @@ ACTIONS = {
     Permission.DELETE_NON_DURABLE_QUEUE: "delete a non-durable queue on address",
     Permission.MANAGE: "manage address",
     Permission.BROWSE: "browse queues on address",
+    Permission.VIEW: "view address",
 }
 
 
@@ -50,8 +51,22 @@ def test_each_permission_needs_its_role(permission: Permission) -> None:
         f"user 'bob' may not {ACTIONS[permission]} 'orders.eu' "
         f"(permission {permission.value}; roles allowed by security-settings 'orders.#': granted)"
     )
-    others = [p for p in Permission if p is not permission]
+    implied = {Permission.MANAGE: {Permission.VIEW}}.get(permission, set())
+    others = [p for p in Permission if p is not permission and p not in implied]
     assert not any(authorizer.allowed("alice", p, "orders.eu") for p in others)
+
+
+def test_manage_implies_view_but_view_grants_nothing_else() -> None:
+    authorizer = Authorizer(
+        {"activemq.management": {Permission.MANAGE: frozenset({"ops"}), Permission.VIEW: frozenset({"watchers"})}},
+        {"ops": frozenset({"ops"}), "watcher": frozenset({"watchers"})},
+    )
+    assert authorizer.allowed("ops", Permission.VIEW, "activemq.management")
+    assert authorizer.allowed("watcher", Permission.VIEW, "activemq.management")
+    assert not authorizer.allowed("watcher", Permission.MANAGE, "activemq.management")
+    assert denial(authorizer, "watcher", Permission.MANAGE, "activemq.management").endswith(
+        "roles allowed by security-settings 'activemq.management': ops)"
+    )
 
 
 def test_every_permission_is_a_security_setting_key() -> None:
@@ -230,7 +245,7 @@ BAD_SECURITY = [
         'security-settings:\n  "#":\n    send: [p]\n    purge: [p]\n',
         'node.yaml:4: security-settings."#".purge: unknown key (expected one of: send, consume, create-address, '
         "delete-address, create-durable-queue, delete-durable-queue, create-non-durable-queue, "
-        "delete-non-durable-queue, manage, browse)",
+        "delete-non-durable-queue, manage, browse, view)",
         id="unknown-permission",
     ),
     pytest.param(

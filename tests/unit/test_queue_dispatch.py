@@ -103,3 +103,22 @@ def test_purge_and_expiry_reach_parked_messages():
     assert [r.msg.proto.body for r in q.iter_waiting()] == [b"m0", b"m1", b"m2"]
     assert [r.msg.proto.body for r in q.take_all()] == [b"m0", b"m1", b"m2"]
     assert q.waiting == 0
+
+
+def test_take_waiting_takes_in_delivery_order_across_parked_messages_and_leaves_the_rest_in_place():
+    """An operator's move (message_moves.py) takes matching messages batch by
+    batch; parked and unparked ones interleave by arrival, priority first."""
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    for i in range(6):
+        add(q, f"m{i}", "red" if i % 2 == 0 else "blue")
+    add(q, "urgent", "red", priority=9)
+    q.add_consumer(FakeConsumer(compile_selector("color = 'green'")))
+    q.consumers[0].ready = True
+    q.dispatch(no_expiry)  # parks everything: nobody takes them
+    add(q, "m6", "red")  # waiting in the bucket, after the parked ones
+    red = lambda ref: ref.msg.lookup("color") == "red"  # noqa: E731
+    assert [r.msg.proto.body for r in q.take_waiting(red, 3)] == [b"urgent", b"m0", b"m2"]
+    assert [r.msg.proto.body for r in q.take_waiting(red, 10)] == [b"m4", b"m6"]
+    assert q.take_waiting(red, 10) == []
+    assert q.waiting == 3
+    assert [r.msg.proto.body for r in q.iter_waiting()] == [b"m1", b"m3", b"m5"]
