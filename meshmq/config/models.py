@@ -939,6 +939,14 @@ class HaCoordinatorService(_Model):
     etcd: EtcdSettings = Field(default_factory=EtcdSettings)
 
 
+class MetricsSettings(_Model):
+    """The ``metrics`` key: where this service serves Prometheus metrics (meshmq/metrics.py)."""
+
+    enabled: bool = defaults.METRICS_ENABLED
+    host: NonEmptyStr = defaults.METRICS_HOST
+    port: Port = defaults.METRICS_PORT
+
+
 class DiscoveryListen(Listener):
     """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
 
@@ -1041,6 +1049,7 @@ class BrokerConfig(_Model):
         Field(default_factory=dict))
     ha_policy: HaPolicy = Field(default_factory=HaPolicy)
     ha_coordinator: HaCoordinatorService = Field(default_factory=HaCoordinatorService)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     @field_validator("data_directory")
     @classmethod
