@@ -98,20 +98,22 @@ async def until_signalled(extra: asyncio.Future | None = None) -> None:
 
 async def serve_until_signalled(listener, service: str, add: Callable, interceptors: list, info: dict, *,
                                 ready_file: str | None, on_ready: Callable[[dict], None] | None,
-                                grace_s: float, detail: str) -> None:
+                                grace_s: float, detail: str, metrics=None) -> None:
     """What `meshmq serve journal|discovery|ha-coordinator` do alike once their core
     is up: a gRPC server with `interceptors`, `add(server)` puts the servicer on it,
     listening on `listener`; then the ready file (`info` plus "service" and
-    "endpoints"), a log line, and serving until SIGINT/SIGTERM, stopping with `grace_s`."""
+    "endpoints", and "metrics" when `metrics`, a meshmq.metrics.MetricsEndpoint,
+    serves over HTTP), a log line, and serving until SIGINT/SIGTERM, stopping with `grace_s`."""
     import grpc
 
+    from meshmq.metrics import ready_info
     from meshmq.transport import bind_listener, server_options
 
     server = grpc.aio.server(options=server_options(), interceptors=interceptors)
     add(server)
     endpoint = bind_listener(server, listener, service)
     await server.start()
-    report_ready({"service": service, "endpoints": [endpoint], **info}, ready_file, on_ready)
+    report_ready({"service": service, "endpoints": [endpoint], **info, **ready_info(metrics)}, ready_file, on_ready)
     log.info("%s service listening on %s, %s", service, endpoint, detail)
     try:
         await until_signalled()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import GrpcJournalClient, JournalAPI
+from meshmq.metrics import MetricsEndpoint, serving
 from meshmq.security.cluster_identity import cluster_metadata
 from meshmq.service_registry import Service
 from meshmq.transport import channel_credentials
@@ -21,15 +22,19 @@ from meshmq.transport import channel_credentials
 log = logging.getLogger("meshmq")
 
 
-def journal_for(config: BrokerConfig) -> JournalAPI:
-    """The journal a router uses: a remote journal service, or one hosted here."""
+def journal_for(config: BrokerConfig, metrics: MetricsEndpoint | None = None) -> JournalAPI:
+    """The journal a router uses: a remote journal service, or one hosted here
+    (whose metrics then go out with the router's)."""
     j = config.journal
     if j.address:
         creds = channel_credentials(j.trust_path, j.cert_path, j.key_path) if j.ssl_enabled else None
         return GrpcJournalClient(j.address, credentials=creds, metadata=cluster_metadata(config))
     from services.journal.service import open_core
 
-    return open_core(config)
+    core = open_core(config)
+    if metrics is not None:
+        metrics.put("journal", core.fill_metrics)
+    return core
 
 
 async def run_router(
@@ -64,21 +69,29 @@ async def _run_node(
 ) -> None:
     """A router, behind its HA policy's lease when it has one (shared-store):
     a backup stopped by its live's failback waits as a backup again
-    (restart-backup), with a journal of its own each time."""
+    (restart-backup), with a journal of its own each time. Its metrics endpoint
+    (`metrics` in the config) serves for as long as this runs, across those runs."""
+    async with serving(config.metrics, service="router", node=config.name) as metrics:
+        await _run_router(config, metrics, ready_file=ready_file, on_ready=on_ready)
+
+
+async def _run_router(config: BrokerConfig, metrics: MetricsEndpoint, *, ready_file: str | None,
+                      on_ready: Callable[[dict], None] | None) -> None:
     from meshmq.activation import FAILED_BACK
     from services.router.service import run_router as run
 
     if config.ha_policy.replication is not None:
         hosting, colocation = _colocation(config)
         try:
-            await _run_replicating(config, ready_file=ready_file, on_ready=on_ready, colocation=colocation)
+            await _run_replicating(config, ready_file=ready_file, on_ready=on_ready, colocation=colocation,
+                                   metrics=metrics)
         finally:
             if hosting is not None:
                 await hosting.close()
         return
     policy = config.ha_policy.shared_store
     if policy is None:
-        await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready)
+        await run(config, journal_for(config, metrics), ready_file=ready_file, on_ready=on_ready, metrics=metrics)
         return
     from services.ha_coordinator.shared_store import SharedStoreLease
 
@@ -92,8 +105,8 @@ async def _run_node(
 
     try:
         while True:
-            outcome = await run(config, journal_for(config), ready_file=ready_file, on_ready=on_ready,
-                                activation=lease, on_bound=keep_ports, **colocation)
+            outcome = await run(config, journal_for(config, metrics), ready_file=ready_file, on_ready=on_ready,
+                                activation=lease, on_bound=keep_ports, metrics=metrics, **colocation)
             if outcome != FAILED_BACK or policy.slave is None or not policy.slave.restart_backup:
                 return
     finally:
@@ -130,7 +143,8 @@ def _colocation(config: BrokerConfig) -> tuple:
 
 
 async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
-                           on_ready: Callable[[dict], None] | None, colocation: dict | None = None) -> None:
+                           on_ready: Callable[[dict], None] | None, colocation: dict | None = None,
+                           metrics: MetricsEndpoint) -> None:
     """ha-policy replication: a live's journal streams its writes to its
     backup (services/router/replication.py); a backup copies its live's store
     (services/router/replica.py) until the quorum lets it take over —
@@ -153,13 +167,14 @@ async def _run_replicating(config: BrokerConfig, *, ready_file: str | None,
 
     while True:
         outcome = await _replicating_run(config, ready_file=ready_file, on_ready=on_ready, on_bound=keep_ports,
-                                         colocation=colocation or {})
+                                         colocation=colocation or {}, metrics=metrics)
         if outcome != FAILED_BACK or not restart:
             return
 
 
 async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_ready: Callable[[dict], None] | None,
-                           on_bound: Callable[[BrokerConfig], None], colocation: dict) -> str | None:
+                           on_bound: Callable[[BrokerConfig], None], colocation: dict,
+                           metrics: MetricsEndpoint) -> str | None:
     """One run of a replicating node, from waiting (a backup) to stopping."""
     from services.ha_coordinator.pairing import pairing_refusal
     from services.router.cluster.link_identity import link_identity
@@ -188,7 +203,7 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
         # A live streams to its backup; so does a backup once it serves (to a spare
         # backup, or — classic — to its master failing back).
         journal = ReplicatingJournal(
-            journal_for(config), config.journal_file(), node_name=config.name,
+            journal_for(config, metrics), config.journal_file(), node_name=config.name,
             group_name=role.group_name, cluster_user=config.cluster_user,
             cluster_password=config.cluster_password, security_enabled=config.security_enabled,
             sync_timeout_ms=role.initial_replication_sync_timeout,
@@ -210,7 +225,7 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
         else:  # a live whose store is served elsewhere copies it back from there
             activation.failback = lambda at: runner(lives=[at], failback=True).run()
         return await run(config, journal, ready_file=ready_file, on_ready=on_ready, activation=activation,
-                         services=services, on_bound=on_bound, **colocation)
+                         services=services, on_bound=on_bound, metrics=metrics, **colocation)
     finally:
         await activation.close()
 

@@ -104,7 +104,7 @@ def up(spec_file, run_dir, free_ports, timeout) -> None:
 @_file_option
 @_run_dir_option
 def status(spec_file, run_dir) -> None:
-    """Show each process: pid, alive, endpoint, node id, in the topology.
+    """Show each process: pid, alive, endpoint, node id, in the topology, ha, metrics URL.
 
     Exit status 0 when every process is alive and every node is in the
     topology, 1 otherwise (2: nothing was started in the run directory)."""
@@ -205,13 +205,13 @@ def down(spec_file, run_dir, timeout) -> None:
 
 def _print_status(result) -> None:
     state = result.state
-    header = ("name", "pid", "alive", "endpoint", "node id", "in topology", "ha")
+    header = ("name", "pid", "alive", "endpoint", "node id", "in topology", "ha", "metrics")
 
     def yes_no(value: bool | None) -> str:
         return "-" if value is None else "yes" if value else "no"
 
     rows = [(p.name, str(p.pid), yes_no(p.alive), p.endpoint or "-", p.node_id or "-", yes_no(p.in_topology),
-             p.ha or "-") for p in result.processes]
+             p.ha or "-", p.metrics or "-") for p in result.processes]
     note = f"topology: {result.topology_problem}" if result.topology_problem else ""
     if not sys.stdout.isatty():  # piped: one tab-separated line per process, for scripts
         for row in (header, *rows):
@@ -224,7 +224,7 @@ def _print_status(result) -> None:
 
     table = Table(title=f"cluster {state.cluster_name} ({state.status}) in {Path(state.run_dir)}")
     for name in header:  # endpoints and node ids are copied from here: never cut them short
-        table.add_column(name, no_wrap=name == "endpoint", overflow="fold")
+        table.add_column(name, no_wrap=name in ("endpoint", "metrics"), overflow="fold")
     for row in rows:
         style = None if row[2] == "yes" and row[5] != "no" else "red"
         table.add_row(*row, style=style)

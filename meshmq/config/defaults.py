@@ -123,6 +123,16 @@ GATEWAY_CALL_TIMEOUT: Final = 5_000
 # admin/admin); never on a machine others can reach.
 GATEWAY_DEV_MODE: Final = False
 
+# --- metrics (every service's Prometheus endpoint, docs/metrics.md) --------
+
+# metrics.enabled: serve GET /metrics over HTTP (meshmq's own; off: nothing listens).
+METRICS_ENABLED: Final = False
+# metrics.host: interface the metrics endpoint binds (loopback unless asked otherwise).
+METRICS_HOST: Final = "127.0.0.1"
+# metrics.port: 0 = pick a free port at start (shown in the log line and the ready file); set a
+# fixed one for a Prometheus scrape config. One port per process: each service has its own config.
+METRICS_PORT: Final = 0
+
 # --- addresses -------------------------------------------------------------
 
 # addresses.<name>.<routing-type>[].durable: queues survive a restart.

@@ -233,6 +233,11 @@ journal:
   url: null            # null = sqlite file <data-directory>/{defaults.JOURNAL_SQLITE_FILE}
   sync: {b(defaults.JOURNAL_SYNC)}           # confirm only after the commit reached disk
 
+metrics:               # Prometheus GET /metrics on HTTP (docs/metrics.md)
+  enabled: {b(defaults.METRICS_ENABLED)}
+  host: {b(defaults.METRICS_HOST)}
+  port: {b(defaults.METRICS_PORT)}              # 0 = pick a free port (in the log line and the ready file)
+
 addresses:
   {b(dla)}:
     anycast:

@@ -989,6 +989,14 @@ def gateway_issues(gateway: Gateway, connectors: dict[str, str],
     return issues
 
 
+class MetricsSettings(_Model):
+    """The ``metrics`` key: where this service serves Prometheus metrics (meshmq/metrics.py)."""
+
+    enabled: bool = defaults.METRICS_ENABLED
+    host: NonEmptyStr = defaults.METRICS_HOST
+    port: Port = defaults.METRICS_PORT
+
+
 class DiscoveryListen(Listener):
     """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
 
@@ -1092,6 +1100,7 @@ class BrokerConfig(_Model):
     ha_policy: HaPolicy = Field(default_factory=HaPolicy)
     ha_coordinator: HaCoordinatorService = Field(default_factory=HaCoordinatorService)
     gateway: Gateway = Field(default_factory=Gateway)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     @field_validator("data_directory")
     @classmethod

@@ -172,6 +172,11 @@ class DiscoveryCore:
             self._views[cluster_name] = view
         return view
 
+    @property
+    def views(self) -> dict[str, TopologyWatcher]:
+        """The cluster views kept so far, by cluster name (one per cluster listed or watched)."""
+        return dict(self._views)
+
     async def list(self, req: dpb.ListNodesRequest) -> dpb.ListNodesResponse:
         try:
             view = self._view(req.cluster_name)

@@ -37,6 +37,7 @@ from meshmq.launcher.spec import (
     gateway_config_data,
     load_cluster_spec,
     node_config_data,
+    with_metrics,
 )
 from meshmq.launcher.state import STATE_FILE, ClusterState, ProcessRecord
 from meshmq.launcher.tls import Certificate, ca_problem, issue_certificates
@@ -81,6 +82,8 @@ class ProcessStatus:
     # A router's ha-policy as it answers now: "live-only", "shared-store master, active, epoch 3",
     # "shared-store slave, passive (live at HOST:PORT)"; "" for etcd and discovery, "?" when it cannot say.
     ha: str = ""
+    # Its Prometheus metrics URL ("" for etcd, or a process that serves none).
+    metrics: str = ""
 
 
 @dataclass(frozen=True)
@@ -270,7 +273,7 @@ class LocalCluster:
         for name, role, directory, data, title in plans:
             directory.mkdir(parents=True, exist_ok=True)
             config_path = directory / ("node.yaml" if role == "router" else f"{role}.yaml")
-            config = build_config(data, spec.base_dir)
+            config = build_config(with_metrics(data), spec.base_dir)
             _write_config(config_path, config, title, spec.source)
             ready = directory / "ready.json"
             ready.unlink(missing_ok=True)
@@ -320,6 +323,7 @@ class LocalCluster:
                         info = json.loads(Path(record.ready_file).read_text())
                         record.endpoint, record.node_id = info["endpoints"][0], info.get("node_id", "")
                         record.active = info.get("active", True)
+                        record.metrics = info.get("metrics", "")
                         state.save(self.run_dir)
                         node = f" (node {record.node_id})" if record.node_id else ""
                         passive = "" if record.active else " (passive: waits for its store)"
@@ -380,7 +384,8 @@ class LocalCluster:
                 if topology is not None and "passive" not in ha:
                     in_topology = bool(node_id) and node_id in topology
             rows.append(ProcessStatus(name=p.name, role=p.role, pid=p.pid, alive=alive, endpoint=p.endpoint,
-                                      node_id=node_id, in_topology=in_topology, log=p.log, ha=ha))
+                                      node_id=node_id, in_topology=in_topology, log=p.log, ha=ha,
+                                      metrics=p.metrics))
         return ClusterStatus(state=state, processes=tuple(rows), topology=topology, topology_problem=problem)
 
     @staticmethod
@@ -465,6 +470,7 @@ class LocalCluster:
             info = json.loads(Path(record.ready_file).read_text())
             record.endpoint, record.node_id = info["endpoints"][0], info.get("node_id", "")
             record.active = info.get("active", True)
+            record.metrics = info.get("metrics", "")
         self._record(state, record)
         return record
 

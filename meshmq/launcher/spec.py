@@ -297,6 +297,17 @@ def _validate(data: dict[str, Any], document: YamlDocument, source: str, base_di
 # --- node configs --------------------------------------------------------------
 
 
+# Every launched process serves Prometheus metrics on a port picked at its start: the
+# URL is in its ready file, the state file and `meshmq cluster status` (docs/metrics.md).
+# A cluster file may set `metrics` in node-defaults or a node's config instead.
+LAUNCHED_METRICS = {"enabled": True, "host": HOST, "port": 0}
+
+
+def with_metrics(data: dict[str, Any]) -> dict[str, Any]:
+    """A launched process's config data with metrics on, unless it says otherwise."""
+    return deep_merge({"metrics": LAUNCHED_METRICS}, data)
+
+
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """`override` over `base`: mappings merge key by key, anything else
     (lists included) is replaced."""

@@ -37,6 +37,8 @@ class ProcessRecord:
     active: bool = True
     # etcd's peer port (its client port is in `endpoint`): a restart binds both again.
     peer_port: int = 0
+    # Where its Prometheus metrics are served ("" = not served, or not ready yet): from its ready file.
+    metrics: str = ""
 
     @property
     def ident(self) -> Identity:

@@ -20,6 +20,7 @@ from meshmq.discovery import (
     NodeIdInUseError,
 )
 from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.metrics import Families
 from meshmq.transport import add_servicer
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import discovery_pb2_grpc as dgrpc
@@ -43,9 +44,32 @@ _ERRORS = (NodeIdInUseError, DiscoveryConfigError, DiscoveryUnavailableError)
 class DiscoveryServicer(dgrpc.DiscoveryServicer):
     def __init__(self, core: DiscoveryCore) -> None:
         self.core = core
+        # For the metrics (fill_metrics): streams open now, and joins and leaves so far.
+        self.announcing = 0
+        self.watching = 0
+        self.joins = 0
+        self.leaves = 0
+
+    def fill_metrics(self, fam: Families) -> None:
+        """The discovery service's metrics (meshmq.metrics: run at scrape time, on this loop)."""
+        fam.gauge("meshmq_discovery_announce_streams", "Announce streams open at this instance "
+                  "(nodes keeping their membership alive through it).", self.announcing)
+        fam.counter("meshmq_discovery_joins_total", "Nodes that joined a cluster through this instance.", self.joins)
+        fam.counter("meshmq_discovery_leaves_total", "Nodes that left a cluster through this instance "
+                    "(a stream that ends without a leave is not counted: its lease lapses).", self.leaves)
+        fam.gauge("meshmq_discovery_watch_streams", "Watch streams open at this instance (routers and clients "
+                  "following a cluster's topology).", self.watching)
+        fam.declare_gauge("meshmq_discovery_members", "Members of each cluster this instance follows "
+                          "(one view per cluster name listed or watched).", "cluster")
+        fam.declare_gauge("meshmq_discovery_backend_available", "1 while the view of the cluster is in step "
+                          "with the backend (etcd), 0 while it is unreachable.", "cluster")
+        for cluster, view in sorted(self.core.views.items()):
+            fam.gauge("meshmq_discovery_members", "", len(view.nodes()), cluster=cluster)
+            fam.gauge("meshmq_discovery_backend_available", "", int(view.available), cluster=cluster)
 
     async def Announce(self, request_iterator, context: grpc.aio.ServicerContext) -> AsyncIterator[dpb.AnnounceResponse]:
         membership: Membership | None = None
+        self.announcing += 1
         try:
             async for req in request_iterator:
                 kind = req.WhichOneof("kind")
@@ -53,6 +77,7 @@ class DiscoveryServicer(dgrpc.DiscoveryServicer):
                     if membership is not None:
                         raise BrokerError(Reason.INVALID_REQUEST, "join sent twice on one Announce stream")
                     membership = await self.core.announce(req.join)
+                    self.joins += 1
                     node = membership.node
                     log.info(
                         "node %s (%s) at %s joined cluster %s: lease %d ms, keep-alive every %d ms", node.node_id,
@@ -74,6 +99,7 @@ class DiscoveryServicer(dgrpc.DiscoveryServicer):
                     yield dpb.AnnounceResponse(updated=dpb.AnnounceResponse.Updated())
                 elif kind == "leave":
                     await membership.leave()
+                    self.leaves += 1
                     log.info("node %s (%s) left cluster %s", membership.node.node_id, membership.node.node_name,
                              membership.node.cluster_name)
                     membership = None
@@ -86,6 +112,7 @@ class DiscoveryServicer(dgrpc.DiscoveryServicer):
         except BrokerError as exc:
             await abort_with(context, exc)
         finally:
+            self.announcing -= 1
             if membership is not None:
                 node = membership.node
                 log.info(
@@ -101,11 +128,14 @@ class DiscoveryServicer(dgrpc.DiscoveryServicer):
             raise  # unreachable: abort raises
 
     async def Watch(self, request: dpb.WatchNodesRequest, context) -> AsyncIterator[dpb.WatchNodesResponse]:
+        self.watching += 1
         try:
             async for resp in self.core.watch(request):
                 yield resp
         except _ERRORS as exc:
             await abort_with(context, _broker_error(exc))
+        finally:
+            self.watching -= 1
 
 
 _SERVICE = dpb.DESCRIPTOR.services_by_name["Discovery"]
@@ -113,5 +143,5 @@ _SERVICE = dpb.DESCRIPTOR.services_by_name["Discovery"]
 READ_METHODS = frozenset(f"/{_SERVICE.full_name}/{name}" for name in ("List", "Watch"))
 
 
-def add_discovery_service(server: grpc.aio.Server, core: DiscoveryCore) -> None:
-    add_servicer(server, DiscoveryServicer(core), _SERVICE)
+def add_discovery_service(server: grpc.aio.Server, servicer: DiscoveryServicer) -> None:
+    add_servicer(server, servicer, _SERVICE)

@@ -9,13 +9,14 @@ import grpc
 
 from meshmq.config.models import BrokerConfig
 from meshmq.discovery import DiscoveryCore
+from meshmq.metrics import serving
 from meshmq.runtime import serve_until_signalled
 from meshmq.security import cluster_identity
 from meshmq.security.authentication import Authenticator
 from meshmq.service_registry import Service
 
 from .config import served_group
-from .server import READ_METHODS, add_discovery_service
+from .server import READ_METHODS, DiscoveryServicer, add_discovery_service
 
 log = logging.getLogger("meshmq")
 
@@ -40,13 +41,16 @@ async def run_discovery(
     core = DiscoveryCore.for_group(group)
     try:
         await core.start()
-        # Leases held for nodes are not revoked at the stop: the nodes are alive and join
-        # again (here or at another instance); unclaimed ones lapse.
-        await serve_until_signalled(
-            config.discovery.listen, "discovery", lambda server: add_discovery_service(server, core),
-            identity_check(config),
-            {"backend": core.description, "discovery_group": group_name, "cluster_name": group.cluster_name},
-            ready_file=ready_file, on_ready=on_ready, grace_s=1, detail=core.description)
+        servicer = DiscoveryServicer(core)
+        async with serving(config.metrics, service="discovery", node=config.name) as metrics:
+            metrics.put("discovery", servicer.fill_metrics)
+            # Leases held for nodes are not revoked at the stop: the nodes are alive and join
+            # again (here or at another instance); unclaimed ones lapse.
+            await serve_until_signalled(
+                config.discovery.listen, "discovery", lambda server: add_discovery_service(server, servicer),
+                identity_check(config),
+                {"backend": core.description, "discovery_group": group_name, "cluster_name": group.cluster_name},
+                ready_file=ready_file, on_ready=on_ready, grace_s=1, detail=core.description, metrics=metrics)
     finally:
         await core.close()
 

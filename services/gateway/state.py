@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from meshmq.config.models import BrokerConfig
 
@@ -22,6 +22,7 @@ class GatewayMetrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
 
     def __post_init__(self) -> None:
+        ProcessCollector(registry=self.registry)
         self.requests = Counter("meshmq_gateway_requests", "HTTP requests answered, by route and status class",
                                 ["method", "route", "status"], registry=self.registry)
         self.duration = Histogram("meshmq_gateway_request_duration_seconds", "Time to answer an HTTP request",

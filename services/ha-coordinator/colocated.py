@@ -9,7 +9,7 @@ than `max-backups` and none of that live already.
 
 A hosted backup is an ordinary slave run beside the host's own router
 (services/embedded.py starts it): the host's configuration with the name
-`colocated_backup_<n>`, a data directory of its own, its acceptor and
+`colocated_backup_<n>`, a data directory of its own, its acceptor, metrics and
 connector ports moved by n x `backup-port-offset` (the connectors named in
 `excludes`, those of other nodes, keep theirs) and the colocated `slave`
 policy. On a shared store it waits for the requester's lease (the request
@@ -73,6 +73,7 @@ def backup_config(host: BrokerConfig, colocated: Colocated, n: int, request: cpb
         "data_directory": host.data_directory / name,
         "acceptors": tuple(a.model_copy(update={"port": a.port + offset if a.port else 0}) for a in host.acceptors),
         "connectors": connectors,
+        "metrics": host.metrics.model_copy(update={"port": host.metrics.port + offset if host.metrics.port else 0}),
     }
     if kind_of(host) == SHARED_STORE:
         update["journal"] = host.journal.model_copy(update={"url": request.journal_url, "address": None})

@@ -23,6 +23,7 @@ from meshmq.config.models import BrokerConfig, QuorumProperties
 from meshmq.discovery.errors import DiscoveryError, DiscoveryUnavailableError
 from meshmq.discovery.etcd_backend import EtcdBackend
 from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.metrics import Families, serving
 from meshmq.runtime import serve_until_signalled
 from meshmq.security import cluster_identity
 from meshmq.service_registry import Service
@@ -41,6 +42,25 @@ _DEFAULT = QuorumProperties(connect_string="127.0.0.1:2379")
 class HaCoordinatorServicer(hgrpc.HaCoordinatorServicer):
     def __init__(self, backend: EtcdBackend) -> None:
         self._backend = backend
+        # For the metrics (fill_metrics): what this instance answered since it started.
+        self.activations = {"granted": 0, "refused": 0}
+        self.keep_alives = 0
+        self.releases = 0
+        # The last epoch (activation sequence) this instance granted, by (namespace, coordination id).
+        self.epochs: dict[tuple[str, str], int] = {}
+
+    def fill_metrics(self, fam: Families) -> None:
+        """The HA coordinator's metrics (meshmq.metrics: run at scrape time, on this loop)."""
+        for result, n in self.activations.items():
+            fam.counter("meshmq_ha_activations_total", "Activation requests this instance answered, by result "
+                        "(granted: the caller may serve, at a new epoch).", n, result=result)
+        fam.counter("meshmq_ha_lease_keep_alives_total", "Lease keep-alives this instance passed to etcd.",
+                    self.keep_alives)
+        fam.counter("meshmq_ha_lease_releases_total", "Leases released through this instance.", self.releases)
+        fam.declare_gauge("meshmq_ha_activation_epoch", "The last epoch (activation sequence) this instance "
+                          "granted, per quorum group.", "namespace", "coordination_id")
+        for (namespace, cid), epoch in sorted(self.epochs.items()):
+            fam.gauge("meshmq_ha_activation_epoch", "", epoch, namespace=namespace, coordination_id=cid)
 
     def _quorum(self, key: hpb.QuorumKey, session_ms: int = 0) -> EtcdQuorum:
         if not key.namespace.strip("/") or not key.coordination_id or "/" in key.coordination_id:
@@ -77,7 +97,10 @@ class HaCoordinatorServicer(hgrpc.HaCoordinatorServicer):
             sequence = await q.activate(at_least=request.at_least, replica_epoch=replica_epoch,
                                         connector=request.connector)
             if sequence is None:
+                self.activations["refused"] += 1
                 return hpb.QuorumActivateReply(granted=False, refusal=q.refusal)
+            self.activations["granted"] += 1
+            self.epochs[request.key.namespace, q.coordination_id] = sequence
             return hpb.QuorumActivateReply(granted=True, sequence=sequence, lease_id=q.lease_id)
         return await self._answer(context, call)
 
@@ -91,12 +114,15 @@ class HaCoordinatorServicer(hgrpc.HaCoordinatorServicer):
 
     async def KeepAlive(self, request: hpb.KeepAliveRequest, context) -> hpb.KeepAliveReply:
         async def call():
-            return hpb.KeepAliveReply(ttl=await self._backend.keeper.refresh(request.lease_id))
+            ttl = await self._backend.keeper.refresh(request.lease_id)
+            self.keep_alives += 1
+            return hpb.KeepAliveReply(ttl=ttl)
         return await self._answer(context, call)
 
     async def Release(self, request: hpb.ReleaseRequest, context) -> hpb.ReleaseReply:
         async def call():
             await self._backend.revoke_quietly(request.lease_id)
+            self.releases += 1
             return hpb.ReleaseReply()
         return await self._answer(context, call)
 
@@ -122,13 +148,15 @@ async def run_ha_coordinator(
     backend = EtcdBackend(settings.etcd.endpoints, username=settings.etcd.username, password=settings.etcd.password)
     try:
         await backend.check(10)
-        # Leases are not revoked at the stop: their routers are alive and keep them through another instance.
-        await serve_until_signalled(
-            settings.listen, "ha-coordinator",
-            lambda server: add_servicer(server, HaCoordinatorServicer(backend),
-                                        hpb.DESCRIPTOR.services_by_name["HaCoordinator"]),
-            cluster_identity.server_interceptors(config, "ha-coordinator"), {"backend": backend.description},
-            ready_file=ready_file, on_ready=on_ready, grace_s=1, detail=backend.description)
+        servicer = HaCoordinatorServicer(backend)
+        async with serving(config.metrics, service="ha-coordinator", node=config.name) as metrics:
+            metrics.put("ha-coordinator", servicer.fill_metrics)
+            # Leases are not revoked at the stop: their routers are alive and keep them through another instance.
+            await serve_until_signalled(
+                settings.listen, "ha-coordinator",
+                lambda server: add_servicer(server, servicer, hpb.DESCRIPTOR.services_by_name["HaCoordinator"]),
+                cluster_identity.server_interceptors(config, "ha-coordinator"), {"backend": backend.description},
+                ready_file=ready_file, on_ready=on_ready, grace_s=1, detail=backend.description, metrics=metrics)
     finally:
         await backend.close()
 

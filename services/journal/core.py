@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from meshmq.errors import Reason
+from meshmq.metrics import LATENCY_BUCKETS, SIZE_BUCKETS, Families, Histogram
 from meshmq.v1 import journal_pb2 as jpb
 
 from .store import JournalStore, describe_url
@@ -30,6 +31,16 @@ class JournalCore:
         self.writer: WriterProcess | None = None
         self._max_batch_records = max_batch_records
         self._starting = asyncio.Lock()  # two Opens at once start one writer process
+        # Observed once per SQL transaction (the writer process reports each), read at scrape time.
+        self.transaction_appends = Histogram(
+            "meshmq_journal_transaction_appends", "Appends (router group-commit batches) merged into one SQL "
+            "transaction by the journal writer.", SIZE_BUCKETS)
+        self.transaction_records = Histogram(
+            "meshmq_journal_transaction_records", "Records (messages, references, acknowledgements, events…) "
+            "in one SQL transaction of the journal writer.", SIZE_BUCKETS)
+        self.transaction_seconds = Histogram(
+            "meshmq_journal_transaction_seconds", "Seconds the journal writer spent applying and committing one "
+            "SQL transaction (fsync included when journal.sync is true).", LATENCY_BUCKETS)
 
     @property
     def description(self) -> str:
@@ -40,7 +51,8 @@ class JournalCore:
         async with self._starting:
             if self.writer is None:
                 writer = WriterProcess(
-                    self.url, sync=self.sync, node_id=resp.node_id, max_batch_records=self._max_batch_records
+                    self.url, sync=self.sync, node_id=resp.node_id, max_batch_records=self._max_batch_records,
+                    on_transaction=self._transaction,
                 )
                 await asyncio.to_thread(writer.start)
                 await writer.attach()
@@ -59,6 +71,18 @@ class JournalCore:
             if page is None:
                 return
             yield page
+
+    def _transaction(self, appends: int, records: int, seconds: float) -> None:
+        self.transaction_appends.observe(appends)
+        self.transaction_records.observe(records)
+        self.transaction_seconds.observe(seconds)
+
+    def fill_metrics(self, fam: Families) -> None:
+        """The journal's metrics (meshmq.metrics: run at scrape time, on this loop)."""
+        for hist in (self.transaction_appends, self.transaction_records, self.transaction_seconds):
+            fam.histogram(hist)
+        fam.gauge("meshmq_journal_writer_up", "1 while the journal's writer process runs and takes appends.",
+                  int(self.writer is not None and self.writer.running))
 
     def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
         """Queue one batch for group commit; the future resolves after the commit."""

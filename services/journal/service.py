@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 
 from meshmq.config.models import BrokerConfig
+from meshmq.metrics import serving
 from meshmq.runtime import serve_until_signalled
 from meshmq.security import cluster_identity
 from meshmq.service_registry import Service
@@ -29,10 +30,13 @@ async def run_journal(
     cluster_identity.check_service_start(config, "journal", log)
     core = open_core(config)
     try:
-        await serve_until_signalled(
-            config.journal.listen, "journal", lambda server: add_journal_service(server, core),
-            cluster_identity.server_interceptors(config, "journal"), {"store": core.description},
-            ready_file=ready_file, on_ready=on_ready, grace_s=2, detail=f"store {core.description}")
+        async with serving(config.metrics, service="journal", node=config.name) as metrics:
+            metrics.put("journal", core.fill_metrics)
+            await serve_until_signalled(
+                config.journal.listen, "journal", lambda server: add_journal_service(server, core),
+                cluster_identity.server_interceptors(config, "journal"), {"store": core.description},
+                ready_file=ready_file, on_ready=on_ready, grace_s=2, detail=f"store {core.description}",
+                metrics=metrics)
     finally:
         await core.close()
 

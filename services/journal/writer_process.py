@@ -29,8 +29,9 @@ Protocol on stdin/stdout: a message is a little-endian uint32 frame count,
 then each frame as uint32 length + bytes. The first message to the child is
 its settings (JSON); it answers `ready` or `error: ...`. After that each
 message to the child is one serialized AppendRequest, and each answer is one
-message holding the AppendResponses of the requests one transaction applied,
-in order.
+message for one transaction: a stats frame (`_STATS`: the records it held and
+the seconds it took in SQL, for the journal's metrics), then the
+AppendResponses of the requests it applied, in order.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -57,6 +59,8 @@ from .store import JournalStore, StoreError
 log = logging.getLogger("meshmq.journal")
 
 _U32 = struct.Struct("<I")
+# An answer's first frame: records in the transaction, seconds spent applying and committing it.
+_STATS = struct.Struct("<Id")
 READY = b"ready"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
@@ -163,7 +167,10 @@ class WriterProcess:
     """The owner's handle, used from one event loop: `start` (blocking, run it
     in a thread), then `attach` on the loop, then `submit` appends."""
 
-    def __init__(self, url: str, *, sync: bool, node_id: str, max_batch_records: int = 5000) -> None:
+    def __init__(self, url: str, *, sync: bool, node_id: str, max_batch_records: int = 5000,
+                 on_transaction: Callable[[int, int, float], None] | None = None) -> None:
+        # Told (appends, records, seconds in SQL) once per transaction, on the owner's loop.
+        self._on_transaction = on_transaction
         self._settings = json.dumps(
             {"url": url, "sync": sync, "node_id": node_id, "max_batch_records": max_batch_records}
         ).encode()
@@ -173,6 +180,11 @@ class WriterProcess:
         self._dead: str | None = None
         self._closing = False
         self._exited: asyncio.Future[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Started, attached and not lost: appends go to the process."""
+        return self._dead is None and self._out is not None and not self._out.is_closing()
 
     @property
     def pid(self) -> int | None:
@@ -228,7 +240,13 @@ class WriterProcess:
         return fut
 
     def _answered(self, frames: list[bytes]) -> None:
-        for frame in frames:
+        if not frames:
+            self._lost("it sent an answer without its stats frame")
+            return
+        if self._on_transaction is not None:
+            records, seconds = _STATS.unpack(frames[0])
+            self._on_transaction(len(frames) - 1, records, seconds)
+        for frame in frames[1:]:
             if not self._waiting:
                 self._lost("it answered a request nobody sent")
                 return
@@ -409,11 +427,13 @@ def main() -> int:
                     jpb.AppendResponse(request_id=r.request_id, ok=False, reason=Reason.INTERNAL.value, message=str(exc))
                     for r in batch
                 ]
-            busy += time.perf_counter() - started
+            took = time.perf_counter() - started
+            busy += took
             transactions += 1
             applied += len(batch)
+            stats = _STATS.pack(min(sum(map(record_count, batch)), 0xFFFFFFFF), took)
             try:
-                write_message(out, [r.SerializeToString() for r in responses])
+                write_message(out, [stats, *(r.SerializeToString() for r in responses)])
             except BrokenPipeError:
                 return 0
         return 0

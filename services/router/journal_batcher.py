@@ -11,16 +11,24 @@ futures resolve, in the order they were sent. Code that must wait for
 durability takes `commit_future()`; nothing else waits. A refused append is
 reported to `on_failure`: memory then holds changes the store does not, so
 the node must stop (see Broker.halt).
+
+Metrics (docs/metrics.md) are observed here once per append, never per
+message: its messages, the seconds from sending it to the journal's answer,
+and the confirm latency — from the first `commit_future()` of the batch (the
+oldest durable message waiting in it) to that answer, so the slowest wait the
+batch holds, not an average over its messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from meshmq.errors import Reason
 from meshmq.journal_client import JournalAPI
+from meshmq.metrics import LATENCY_BUCKETS, SIZE_BUCKETS, Histogram
 from meshmq.v1 import journal_pb2 as jpb
 
 log = logging.getLogger("meshmq.router.journal")
@@ -39,12 +47,23 @@ class JournalBatcher:
         self._on_failure = on_failure
         self._req = jpb.AppendRequest()
         self._fut: asyncio.Future[jpb.AppendResponse] | None = None
+        self._fut_since = 0.0  # perf_counter() when _fut was made: the batch's oldest wait for durability
         self._wake = asyncio.Event()
         self._next_request_id = 1
         self._task: asyncio.Task | None = None
         self._slots = asyncio.Semaphore(MAX_APPENDS_IN_FLIGHT)
         self.appends = 0
         self.failures = 0
+        self.batch_messages = Histogram(
+            "meshmq_journal_batch_messages", "Messages in each group-commit append the router sent its journal.",
+            SIZE_BUCKETS)
+        self.commit_seconds = Histogram(
+            "meshmq_journal_commit_seconds", "Seconds from sending a group-commit append to the journal to its "
+            "answer (committed, or refused).", LATENCY_BUCKETS)
+        self.confirm_latency = Histogram(
+            "meshmq_confirm_latency_seconds", "Seconds the oldest durability wait of each append waited (a durable "
+            "send's confirm, a transaction's commit): one observation per append, not per message.",
+            LATENCY_BUCKETS)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="journal-batcher")
@@ -58,6 +77,7 @@ class JournalBatcher:
         """Resolves with the journal's answer once the request being filled is committed."""
         if self._fut is None:
             self._fut = asyncio.get_running_loop().create_future()
+            self._fut_since = time.perf_counter()
         self._wake.set()
         return self._fut
 
@@ -69,7 +89,7 @@ class JournalBatcher:
             await self._wake.wait()
             await self._slots.acquire()
             self._wake.clear()
-            req, fut = self._req, self._fut
+            req, fut, since = self._req, self._fut, self._fut_since
             self._req, self._fut = jpb.AppendRequest(), None
             if fut is None and req.ByteSize() == 0:
                 self._slots.release()
@@ -77,15 +97,24 @@ class JournalBatcher:
             req.request_id = self._next_request_id
             self._next_request_id += 1
             req.epoch = self._epoch
+            sent = time.perf_counter()
             try:
                 answer = self._journal.append(req)
             except Exception as exc:  # noqa: BLE001 - reported like a refused append
                 answer = asyncio.get_running_loop().create_future()
                 answer.set_exception(exc)
-            answer.add_done_callback(lambda a, rid=req.request_id, fut=fut: self._answered(rid, a, fut))
+            messages = len(req.add_messages) + len(req.add_paged)
+            answer.add_done_callback(lambda a, rid=req.request_id, fut=fut, n=messages, sent=sent, since=since:
+                                     self._answered(rid, a, fut, n, sent, since))
 
-    def _answered(self, request_id: int, answer: asyncio.Future[jpb.AppendResponse], fut: asyncio.Future | None) -> None:
+    def _answered(self, request_id: int, answer: asyncio.Future[jpb.AppendResponse], fut: asyncio.Future | None,
+                  messages: int, sent: float, since: float) -> None:
         self._slots.release()
+        now = time.perf_counter()
+        self.batch_messages.observe(messages)
+        self.commit_seconds.observe(now - sent)
+        if fut is not None:
+            self.confirm_latency.observe(now - since)
         if answer.cancelled() or answer.exception() is not None:
             exc = "cancelled" if answer.cancelled() else answer.exception()
             log.error("journal append failed: %s", exc)  # transport failure: report it like the journal would

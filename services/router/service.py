@@ -9,6 +9,7 @@ service in another process or hosted in this one is decided by
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,10 +17,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from meshmq.activation import FAILED_BACK, LEASE_LOST, Activation
 from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import JournalAPI
+from meshmq.metrics import MetricsEndpoint, ready_info
 from meshmq.runtime import NodeHalted, ScaleDownFailed, first_done, report_ready, until_signalled
 from meshmq.security.cluster_identity import start_warnings
 
 from .cluster.link_service import BackupRequests
+from . import metrics as router_metrics
 from .membership import RouterMembership
 from .passive import PassiveServer
 from .server import RouterNode
@@ -32,16 +35,20 @@ async def run_router(
     on_ready: Callable[[dict], None] | None = None, activation: Activation | None = None,
     services: Sequence = (), on_bound: Callable[[BrokerConfig], None] | None = None,
     backup_requests: BackupRequests | None = None, on_active: Callable[[RouterNode], Awaitable] | None = None,
+    metrics: MetricsEndpoint | None = None,
 ) -> str | None:
     """Serve until a signal, a halt, or (with an HA policy) until the store must
     be given up. Returns FAILED_BACK when an active backup stopped for its
     live's failback (it may wait as a backup again), None otherwise.
     `backup_requests` answers Cluster.RequestBackup and `on_active` runs while the
-    node serves (the colocated policy: services/ha-coordinator/colocated.py)."""
+    node serves (the colocated policy: services/ha-coordinator/colocated.py).
+    `metrics` exports the node's metrics (services/router/metrics.py) while it runs."""
     for warning in start_warnings(config, "router"):
         log.warning(warning)
     min_epoch = 0
     if activation is not None:
+        if metrics is not None:
+            metrics.put("router", router_metrics.fill_passive)
         passive = PassiveServer(config, activation.live)
         endpoints = await passive.start()
         # The active node listens where the passive one did (a port 0 is picked once).
@@ -51,7 +58,7 @@ async def run_router(
             on_bound(config)  # a backup waiting again after a failback listens there too
         if activation.passive_start:
             # Started as far as a passive node goes: a backup, or a live with wait-for-activation false.
-            report_ready(_passive_info(config, activation, endpoints), ready_file, on_ready)
+            report_ready({**_passive_info(config, activation, endpoints), **ready_info(metrics)}, ready_file, on_ready)
         activation.listening_at(endpoints[0])
         acquiring = asyncio.create_task(activation.acquire())
         try:
@@ -92,7 +99,10 @@ async def run_router(
         "journal": journal.description,
         "active": True,
         "epoch": node.broker.epoch,
+        **ready_info(metrics),
     }
+    if metrics is not None:
+        metrics.put("router", functools.partial(router_metrics.fill, node))
     report_ready(info, ready_file, on_ready)
     lost = asyncio.create_task(membership.lost())
     stopped = asyncio.create_task(node.wait())
@@ -128,6 +138,8 @@ async def run_router(
                           "(non-durable ones are lost with it); start it again, or bring a node of its scale-down "
                           "group up and stop it again", exc, held_count)
         await node.stop()
+        if metrics is not None:
+            metrics.drop("router")
         await journal.close()
         if activation is not None and outcome != LEASE_LOST and not node.broker.halted.is_set():
             policy = config.ha_policy.shared_store and config.ha_policy.shared_store.own()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -159,12 +160,20 @@ async def test_cli_up_status_down_round_trip(launched, tmp_path):
     status = cli("status", "--run-dir", str(run))
     assert status.returncode == 0, status.stdout + status.stderr
     rows = [line.split("\t") for line in status.stdout.splitlines()]
-    assert rows[0] == ["name", "pid", "alive", "endpoint", "node id", "in topology", "ha"]
+    assert rows[0] == ["name", "pid", "alive", "endpoint", "node id", "in topology", "ha", "metrics"]
     assert [(r[0], int(r[1]), r[2], r[5], r[6]) for r in rows[1:]] == [
         ("etcd", pids[0], "yes", "-", "-"), ("discovery", pids[1], "yes", "-", "-"),
         ("n1", pids[2], "yes", "yes", "live-only"), ("n2", pids[3], "yes", "yes", "live-only"),
         ("n3", pids[4], "yes", "yes", "live-only")]
     assert rows[3][4] == state["processes"][2]["node_id"]
+    # every meshmq process serves its metrics on a port picked at its start, recorded for the operator
+    assert rows[1][7] == "-"  # etcd
+    metrics = {r[0]: r[7] for r in rows[2:]}
+    assert metrics == {p["name"]: p["metrics"] for p in state["processes"][1:]}
+    assert len(set(metrics.values())) == 4 and all(m.startswith("http://127.0.0.1:") for m in metrics.values())
+    async with httpx.AsyncClient(timeout=10) as http:
+        scraped = (await http.get(metrics["n1"])).text
+    assert 'meshmq_service_info{node="n1",service="router"' in scraped
     async with await connect(f"meshmq://{rows[3][3]}") as conn:
         assert (await conn.admin.node_info()).name == "n1"
 

@@ -1,0 +1,95 @@
+"""The router's Prometheus metrics (docs/metrics.md), read at scrape time.
+
+Nothing here runs per message: queues, addresses and bridges already keep the
+counts Artemis's management reports (management.py shows the same numbers),
+and the journal batcher observes its histograms once per append. `fill`
+reads them all when Prometheus asks, on the router's event loop
+(meshmq.metrics.LoopCollector), so one scrape costs one pass over the queues,
+addresses and bridges.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from meshmq.metrics import Families
+
+from .cluster.bridge import CONNECTED
+
+if TYPE_CHECKING:
+    from .server import RouterNode
+
+# (metric, help, how to read it from a Queue)
+_QUEUE_GAUGES = (
+    ("meshmq_queue_messages", "Messages the queue holds: waiting (in memory or paged), delivering, and in a "
+     "redelivery delay (Artemis's MessageCount).", lambda q: q.message_count),
+    ("meshmq_queue_delivering_messages", "Messages handed to consumers and not yet acknowledged.",
+     lambda q: q.delivering),
+    ("meshmq_queue_paged_messages", "Messages of the queue in the store only (paged), read back as it drains.",
+     lambda q: q.paged_messages),
+    ("meshmq_queue_paged_bytes", "Bytes of the queue's paged messages.", lambda q: q.paged_bytes),
+    ("meshmq_queue_consumers", "Consumers attached to the queue on this node.", lambda q: len(q.consumers)),
+)
+_QUEUE_COUNTERS = (
+    ("meshmq_queue_messages_added_total", "Messages routed into the queue since the node started.",
+     lambda q: q.messages_added),
+    ("meshmq_queue_messages_acknowledged_total", "Messages consumers acknowledged from the queue.",
+     lambda q: q.messages_acknowledged),
+    ("meshmq_queue_messages_expired_total", "Messages that expired in the queue.", lambda q: q.messages_expired),
+    ("meshmq_queue_messages_killed_total", "Messages removed from the queue after max-delivery-attempts "
+     "(dead-lettered, or dropped without a dead-letter address).", lambda q: q.messages_killed),
+)
+
+
+def fill(node: RouterNode, fam: Families) -> None:
+    b = node.broker
+    fam.gauge("meshmq_router_active", "1 while this router serves its store (0: a backup waiting for it).", 1)
+    fam.gauge("meshmq_router_epoch", "The activation epoch the router writes its journal at (fencing).", b.epoch)
+    fam.gauge("meshmq_router_sessions", "Client sessions open on the router.", len(node.sessions.sessions))
+    fam.gauge("meshmq_router_memory_bytes", "Bytes of messages the router holds in memory (all addresses).",
+              b.memory_bytes)
+    fam.gauge("meshmq_router_memory_limit_bytes", "global-max-size in bytes: past it every address applies its "
+              "address-full-policy.", b.global_max_size)
+    for name, doc, read in _QUEUE_GAUGES + _QUEUE_COUNTERS:
+        kind = fam.counter if name.endswith("_total") else fam.gauge
+        for q in b.queues.values():
+            kind(name, doc, read(q), address=q.address, queue=q.name)
+    for a in b.addresses.values():
+        fam.gauge("meshmq_address_memory_bytes", "Bytes of messages the address's queues hold in memory "
+                  "(what max-size-bytes limits).", max(0, a.memory_bytes), address=a.name)
+        fam.gauge("meshmq_address_memory_messages", "Messages the address's queues hold in memory "
+                  "(what max-size-messages limits).", max(0, a.memory_messages), address=a.name)
+        fam.counter("meshmq_address_messages_dropped_total", "Messages dropped because the address was full "
+                    "(address-full-policy DROP).", a.messages_dropped, address=a.name)
+    _bridges(node, fam)
+    batcher = b.batcher
+    if batcher is not None:
+        fam.counter("meshmq_journal_appends_total", "Group-commit appends the router's journal answered.",
+                    batcher.appends)
+        fam.counter("meshmq_journal_append_failures_total", "Appends the journal refused or failed to store "
+                    "(each one halts the router).", batcher.failures)
+        for hist in (batcher.batch_messages, batcher.commit_seconds, batcher.confirm_latency):
+            fam.histogram(hist)
+
+
+def _bridges(node: RouterNode, fam: Families) -> None:
+    """Cluster bridges (cluster connections), by cluster connection and the endpoint they link to."""
+    for bridge in node.cluster.bridges.values():
+        labels = {"cluster_connection": bridge.cc_name, "endpoint": bridge.endpoint}
+        fam.gauge("meshmq_bridge_connected", "1 while the bridge's link to the other node is up.",
+                  int(bridge.state == CONNECTED), **labels)
+        fam.counter("meshmq_bridge_messages_routed_total", "Messages routed into the bridge's "
+                    "store-and-forward queue.", bridge.routed, **labels)
+        fam.counter("meshmq_bridge_messages_forwarded_total", "Messages the bridge sent to the other node.",
+                    bridge.forwarded, **labels)
+        fam.counter("meshmq_bridge_messages_confirmed_total", "Forwarded messages the other node confirmed "
+                    "(stored there).", bridge.confirmed, **labels)
+        fam.gauge("meshmq_bridge_pending_messages", "Messages waiting in the bridge's store-and-forward "
+                  "queue, or forwarded and not yet confirmed.", bridge.pending,
+                  **labels)
+        fam.counter("meshmq_bridge_retries_total", "Times the bridge tried to reconnect.", bridge.retries, **labels)
+
+
+def fill_passive(fam: Families) -> None:
+    """A router waiting for its store (a backup, or a live not yet activated)."""
+    fam.gauge("meshmq_router_active", "1 while this router serves its store (0: a backup waiting for it).", 0)
