@@ -332,7 +332,8 @@ class LocalCluster:
                 if client is None and discovery is not None and discovery.endpoint:
                     client = discovery_client(state)
                 nodes = state.nodes
-                if client is not None and all(n.endpoint for n in nodes):
+                # Ready once every process listens (the gateway and HA coordinator too) and the nodes are listed.
+                if client is not None and all(r.endpoint for r, _ in spawned):
                     state.timings.setdefault("listening", round(time.monotonic() - started, 3))
                     try:
                         listed = await client.list(dpb.ListNodesRequest(cluster_name=spec.cluster_name))

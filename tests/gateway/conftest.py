@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from meshmq.security.passwords import hash_password
-from tests.fixtures.nodes import Nodes, ServiceProcess
+from tests.fixtures.nodes import Nodes, ServiceProcess, free_port
 
 # (username, password, roles): admin manages, viewer views, guest has a default password.
 USERS = (("admin", "s3cret-admin", "admins"), ("viewer", "s3cret-viewer", "viewers"),
@@ -89,7 +89,9 @@ gateway:
 @pytest.fixture
 def stack(tmp_path):
     nodes = Nodes(tmp_path)
-    router = nodes.router("node", extra=security_yaml())
+    # A fixed port: a restarted router is found where the gateway's connector says.
+    acceptor = f"acceptors: [{{name: grpc, host: 127.0.0.1, port: {free_port()}}}]\n"
+    router = nodes.router("node", extra=acceptor + security_yaml())
     gateway = ServiceProcess(tmp_path, "gateway", "gateway", gateway_config(router.endpoint))
     nodes.started.append(gateway)
     gateway.start()
