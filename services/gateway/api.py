@@ -98,7 +98,9 @@ async def create_token(body: LoginBody, gw: GW) -> TokenView:
     try:
         who = await gw.users.log_in(body.username, body.password, gw.sessions.ttl_s)
     except LoginRefused as exc:
+        gw.metrics.logins.labels("refused").inc()
         raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from None
+    gw.metrics.logins.labels("ok").inc()
     return TokenView(token=gw.sessions.open(who), expires_in=int(gw.sessions.ttl_s), username=who.username,
                      can_manage=who.can_manage)
 
