@@ -21,7 +21,7 @@ from .problems import RESPONSES
 from .state import GatewayState
 from .views import (
     AddressView, BrowseView, BridgeView, ClusterView, ConsumerView, HaGroupView, NodeView, QueueView,
-    RemoteBindingView, address_view, message_view, queue_view,
+    RemoteBindingView, address_view, bridge_view, message_view, queue_view,
 )
 
 Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -153,10 +153,7 @@ async def node_detail(node: str, gw: GW, who: Viewer) -> NodeDetail:
     return NodeDetail(
         node=view, addresses=[address_view(view.name, a) for a in addresses],
         queues=[queue_view(view.name, q) for q in queues],
-        bridges=[BridgeView(node=view.name, cluster_connection=b.cluster_connection,
-                            target=b.target_node_name or b.endpoint, endpoint=b.endpoint, state=b.state,
-                            problem=b.problem, routed=b.routed, forwarded=b.forwarded, confirmed=b.confirmed,
-                            pending=b.pending, retries=b.retries) for b in st.bridges],
+        bridges=[bridge_view(view.name, b) for b in st.bridges],
         remote_bindings=[RemoteBindingView(node=view.name, remote_node=rb.node_name, queue=rb.queue,
                                            address=rb.address, filter=rb.filter, consumers=len(rb.consumer_filters),
                                            hops=rb.hops, via=rb.via) for rb in st.remote_bindings])

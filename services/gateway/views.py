@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from meshmq.errors import MeshMQError, NotActiveError
 from meshmq.v1 import management_pb2 as mgpb
@@ -200,6 +200,12 @@ def address_view(node: str, a: mgpb.AddressInfo) -> AddressView:
                        messages_dropped=a.messages_dropped, paging=a.paging)
 
 
+def bridge_view(node: str, b: mgpb.BridgeInfo) -> BridgeView:
+    return BridgeView(node=node, cluster_connection=b.cluster_connection, target=b.target_node_name or b.endpoint,
+                      endpoint=b.endpoint, state=b.state, problem=b.problem, routed=b.routed, forwarded=b.forwarded,
+                      confirmed=b.confirmed, pending=b.pending, retries=b.retries)
+
+
 def _value(v: mpb.Value) -> str | int | float | bool:
     kind = v.WhichOneof("kind")
     if kind == "bytes_value":
@@ -257,10 +263,7 @@ class Gatherer:
         bridges = []
         for (view, _), st in zip(up, states):
             if st.ok:
-                bridges.extend(BridgeView(
-                    node=view.name, cluster_connection=b.cluster_connection, target=b.target_node_name or b.endpoint,
-                    endpoint=b.endpoint, state=b.state, problem=b.problem, routed=b.routed, forwarded=b.forwarded,
-                    confirmed=b.confirmed, pending=b.pending, retries=b.retries) for b in st.value.bridges)
+                bridges.extend(bridge_view(view.name, b) for b in st.value.bridges)
         return ClusterView(nodes=views, bridges=bridges, ha_groups=ha_groups(views))
 
     async def queues(self, md, node: str | None = None) -> list[QueueView]:
