@@ -15,6 +15,8 @@ import grpc
 REASON_METADATA_KEY = "meshmq-reason"
 # With NOT_ACTIVE: host:port of the node that serves the store, when the passive node knows it.
 LIVE_METADATA_KEY = "meshmq-live"
+# With NOT_ACTIVE: the passive node's configured name (status tools show it).
+NODE_NAME_METADATA_KEY = "meshmq-node-name"
 
 
 class Reason(str, enum.Enum):
@@ -146,9 +148,11 @@ class NotActiveError(ConnectionFailedError):
 
     reason = Reason.NOT_ACTIVE
 
-    def __init__(self, message: str, reason: Reason | str | None = None, *, live: str = "") -> None:
+    def __init__(self, message: str, reason: Reason | str | None = None, *, live: str = "",
+                 node_name: str = "") -> None:
         super().__init__(message, reason)
         self.live = live
+        self.node_name = node_name
 
 
 class UnblockedError(MeshMQError):
@@ -207,16 +211,18 @@ def error_for(reason: str, message: str) -> MeshMQError:
 def from_rpc_error(err: grpc.RpcError) -> MeshMQError:
     """Convert a failed gRPC call into the typed exception it stands for."""
     reason = None
-    live = ""
+    live = node_name = ""
     trailing = err.trailing_metadata() if hasattr(err, "trailing_metadata") else None
     for key, value in trailing or ():
         if key == REASON_METADATA_KEY:
             reason = value
         elif key == LIVE_METADATA_KEY:
             live = value
+        elif key == NODE_NAME_METADATA_KEY:
+            node_name = value
     details = err.details() if hasattr(err, "details") else str(err)
     if reason == Reason.NOT_ACTIVE.value:
-        return NotActiveError(details or reason, live=live)
+        return NotActiveError(details or reason, live=live, node_name=node_name)
     if reason is None:
         code = err.code() if hasattr(err, "code") else None
         if code == grpc.StatusCode.UNAUTHENTICATED:

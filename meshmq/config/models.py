@@ -970,6 +970,10 @@ class Gateway(_Model):
     discovery_group_ref: NonEmptyStr | None = None
     static_connectors: tuple[NonEmptyStr, ...] = ()
     dev_mode: bool = defaults.GATEWAY_DEV_MODE
+    # host:port of `meshmq serve ha-coordinator`: its quorums (epoch, holder, in-sync replica) are shown too.
+    ha_coordinator: Annotated[str, AfterValidator(_check_connector)] | None = None
+    # The managers' namespace whose quorums to list.
+    ha_namespace: NonEmptyStr = defaults.HA_MANAGER_NAMESPACE
     session_timeout: Millis = defaults.GATEWAY_SESSION_TIMEOUT
     call_timeout: Millis = defaults.GATEWAY_CALL_TIMEOUT
 

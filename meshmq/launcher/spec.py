@@ -248,7 +248,6 @@ class ClusterSpec(_Model):
         return self._copy(
             etcd=self.etcd.model_copy(update={"client_port": 0, "peer_port": 0}),
             discovery=self.discovery.model_copy(update={"port": 0}),
-            ha_coordinator=self.ha_coordinator and self.ha_coordinator.model_copy(update={"port": 0}),
             gateway=self.gateway and self.gateway.model_copy(update={"port": 0}),
             nodes=tuple(n.model_copy(update={"port": 0}) for n in self.nodes),
         )
@@ -398,7 +397,10 @@ def gateway_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path)
         "data-directory": str(run_dir / "gateway"),
         "discovery-groups": discovery_groups(spec, etcd_endpoint),
         "gateway": {"listen": {"host": HOST, "port": spec.gateway.port}, "discovery-group-ref": DISCOVERY_GROUP,
-                    "dev-mode": spec.gateway.dev_mode},
+                    "dev-mode": spec.gateway.dev_mode,
+                    # The launched HA coordinator, when its port is known before it starts.
+                    **({"ha-coordinator": f"{HOST}:{spec.ha_coordinator.port}"}
+                       if spec.ha_coordinator is not None and spec.ha_coordinator.port else {})},
         **security,
     }
 

@@ -20,7 +20,7 @@ from .operations import OperationView
 from .problems import RESPONSES
 from .state import GatewayState
 from .views import (
-    AddressView, BrowseView, BridgeView, ClusterView, ConsumerView, HaGroupView, NodeView, QueueView,
+    AddressView, BrowseView, BridgeView, ClusterView, ConsumerView, HaGroupView, NodeView, QueueView, QuorumView,
     RemoteBindingView, address_view, bridge_view, message_view, queue_view,
 )
 
@@ -139,10 +139,18 @@ async def nodes(gw: GW, who: Viewer) -> list[NodeView]:
     return (await gw.gather.nodes(who.metadata))[0]
 
 
-@router.get("/ha", response_model=list[HaGroupView], tags=["cluster"])
-async def ha(gw: GW, who: Viewer) -> list[HaGroupView]:
-    """Live/backup groups: who backs up whom, whether a backup is in sync, the live's epoch."""
-    return (await gw.gather.cluster(who.metadata)).ha_groups
+class HaView(BaseModel):
+    groups: list[HaGroupView]
+    quorums: list[QuorumView]
+    coordinator_problem: str = ""
+
+
+@router.get("/ha", response_model=HaView, tags=["cluster"])
+async def ha(gw: GW, who: Viewer) -> HaView:
+    """Live/backup groups (who backs up whom, in sync, the live's epoch), and the
+    HA coordinator's quorums when one is configured."""
+    cluster = await gw.gather.cluster(who.metadata)
+    return HaView(groups=cluster.ha_groups, quorums=cluster.quorums, coordinator_problem=cluster.coordinator_problem)
 
 
 @router.get("/nodes/{node}", response_model=NodeDetail, tags=["cluster"])

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+
+import grpc
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -19,14 +22,20 @@ from meshmq.client.connection import Admin
 from meshmq.config.models import BrokerConfig
 from meshmq.discovery import DiscoveryAPI, TopologyWatcher
 from meshmq.discovery.groups import group_watcher
-from meshmq.errors import MeshMQError
+from meshmq.errors import MeshMQError, from_rpc_error
+from meshmq.security.cluster_identity import cluster_metadata
 from meshmq.transport import channel_options, open_channel
 from meshmq.v1 import discovery_pb2 as dpb
+from meshmq.v1 import ha_coordinator_pb2 as hpb
+from meshmq.v1 import ha_coordinator_pb2_grpc as hagrpc
 from meshmq.v1 import management_pb2_grpc as mggrpc
 
 log = logging.getLogger("meshmq.gateway")
 
 T = TypeVar("T")
+
+# How long a router that stopped answering and left discovery stays on the pages (as down).
+REMEMBER_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,8 @@ class RouterDirectory:
         self._watcher: TopologyWatcher | None = None
         self._channels: dict[str, object] = {}
         self._stubs: dict[str, mggrpc.ManagementStub] = {}
+        self._coordinator: hagrpc.HaCoordinatorStub | None = None
+        self._remembered: dict[str, tuple[Member, float]] = {}
 
     @property
     def description(self) -> str:
@@ -103,17 +114,31 @@ class RouterDirectory:
             await channel.close()
         self._channels.clear()
         self._stubs.clear()
+        self._coordinator = None
 
     def members(self) -> list[Member]:
-        """Every router known now: discovered ones (live first, then backups), then static ones not discovered."""
+        """Every router known now: discovered ones (live first, then backups), then static
+        ones, then those seen in the last REMEMBER_S that discovery no longer lists (a node
+        killed a moment ago shows as down instead of vanishing)."""
         found: list[Member] = []
         if self._watcher is not None:
             for n in sorted(self._watcher.nodes(), key=lambda n: (n.role, n.node_name, n.connector)):
                 found.append(Member(n.connector, name=n.node_name, node_id=n.node_id, role=_role_name(n.role),
                                     group_name=n.group_name, backup_connector=n.backup_connector))
-        seen = {m.connector for m in found}
-        found.extend(m for m in self._static if m.connector not in seen)
+        listed = {m.connector for m in found}
+        found.extend(m for m in self._static if m.connector not in listed)
+        listed |= {m.connector for m in self._static}
+        now = time.monotonic()
+        for connector, (member, when) in list(self._remembered.items()):
+            if now - when > REMEMBER_S:
+                del self._remembered[connector]
+            elif connector not in listed:
+                found.append(member)
         return found
+
+    def remember(self, member: Member) -> None:
+        """A router that answered (or named itself as a passive backup) just now."""
+        self._remembered[member.connector] = (member, time.monotonic())
 
     def admin(self, connector: str, metadata) -> Admin:
         stub = self._stubs.get(connector)
@@ -121,6 +146,24 @@ class RouterDirectory:
             channel = self._channels[connector] = open_channel(connector, options=channel_options())
             stub = self._stubs[connector] = mggrpc.ManagementStub(channel)
         return Admin(stub, metadata, self._call_timeout_s)
+
+    async def quorums(self) -> tuple[list[hpb.QuorumState], str]:
+        """The HA coordinator's quorums under gateway.ha-namespace, and why there are
+        none ("" when no coordinator is configured or it answered). Read with the
+        cluster credential: the coordinator admits only the cluster's own processes."""
+        target = self._config.gateway.ha_coordinator
+        if not target:
+            return [], ""
+        if self._coordinator is None:
+            channel = self._channels[f"ha:{target}"] = open_channel(target, options=channel_options())
+            self._coordinator = hagrpc.HaCoordinatorStub(channel)
+        try:
+            reply = await self._coordinator.ListQuorums(
+                hpb.ListQuorumsRequest(namespace=self._config.gateway.ha_namespace),
+                metadata=cluster_metadata(self._config), timeout=self._call_timeout_s)
+        except grpc.RpcError as exc:
+            return [], f"HA coordinator {target}: {from_rpc_error(exc)}"
+        return list(reply.quorums), ""
 
     async def ask(self, member: Member, metadata, call: Callable[[Admin], Awaitable[T]]) -> Reply:
         try:

@@ -132,10 +132,26 @@ class HaGroupView(BaseModel):
     backup_connector: str = ""
 
 
+class QuorumView(BaseModel):
+    """A replicating group's quorum as the HA coordinator keeps it (pluggable quorum)."""
+
+    coordination_id: str
+    # The activation sequence: the epoch of the latest activation it granted.
+    epoch: int
+    # The instance holding the live lock ("" = nobody serves now).
+    holder: str = ""
+    live_connector: str = ""
+    # The replica marked in sync: the one that may take over.
+    in_sync_replica: str = ""
+
+
 class ClusterView(BaseModel):
     nodes: list[NodeView]
     bridges: list[BridgeView]
     ha_groups: list[HaGroupView]
+    # From the HA coordinator (gateway.ha-coordinator), with why it could not be asked.
+    quorums: list[QuorumView] = []
+    coordinator_problem: str = ""
 
 
 class MessageView(BaseModel):
@@ -172,8 +188,12 @@ def node_view(reply: Reply) -> NodeView:
     base = dict(name=_member_name(m), node_id=m.node_id, connector=m.connector, role=m.role, group_name=m.group_name)
     if not reply.ok:
         err = reply.error
-        live = err.live if isinstance(err, NotActiveError) else ""
-        problem = f"passive backup (live at {live})" if isinstance(err, NotActiveError) else str(err)
+        passive = isinstance(err, NotActiveError)
+        live = err.live if passive else ""
+        if passive and err.node_name and not m.name:
+            base["name"] = err.node_name
+        problem = (f"passive backup (live at {live})" if live else "passive backup (no live now)") if passive \
+            else str(err)
         return NodeView(up=False, problem=problem, live=live, **base)
     info: mgpb.NodeInfo = reply.value
     base.update(name=info.name or base["name"], node_id=info.node_id, group_name=info.group_name or m.group_name)
@@ -249,8 +269,20 @@ class Gatherer:
         self.directory = directory
 
     async def nodes(self, md) -> tuple[list[NodeView], list[Reply]]:
+        """Every known router, then the backups the lives name that discovery does not
+        list (a passive replicating backup announces nothing until it serves)."""
         replies = await self.directory.ask_all(md, lambda a: a.node_info())
-        return [node_view(r) for r in replies], replies
+        known = {r.member.connector for r in replies}
+        extra = sorted({r.value.backup_connector for r in replies if r.ok and r.value.backup_connector} - known)
+        if extra:
+            replies += await self.directory.ask_all(md, lambda a: a.node_info(), [Member(c) for c in extra])
+        views = [node_view(r) for r in replies]
+        for view, reply in zip(views, replies):
+            if view.up or view.live:  # it answered, or named itself: show it (as down) if it goes
+                m = reply.member
+                self.directory.remember(Member(m.connector, name=view.name, node_id=view.node_id, role=m.role,
+                                               group_name=view.group_name))
+        return views, replies
 
     async def _up(self, md) -> list[tuple[NodeView, Member]]:
         views, replies = await self.nodes(md)
@@ -264,7 +296,11 @@ class Gatherer:
         for (view, _), st in zip(up, states):
             if st.ok:
                 bridges.extend(bridge_view(view.name, b) for b in st.value.bridges)
-        return ClusterView(nodes=views, bridges=bridges, ha_groups=ha_groups(views))
+        quorums, problem = await self.directory.quorums()
+        return ClusterView(nodes=views, bridges=bridges, ha_groups=ha_groups(views), coordinator_problem=problem,
+                           quorums=[QuorumView(coordination_id=q.coordination_id, epoch=q.sequence, holder=q.holder,
+                                               live_connector=q.live_connector, in_sync_replica=q.in_sync_replica)
+                                    for q in quorums])
 
     async def queues(self, md, node: str | None = None) -> list[QueueView]:
         up = [(v, m) for v, m in await self._up(md) if node is None or v.name == node]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import grpc
 
 from meshmq.config.models import BrokerConfig
-from meshmq.errors import LIVE_METADATA_KEY, REASON_METADATA_KEY, Reason
+from meshmq.errors import LIVE_METADATA_KEY, NODE_NAME_METADATA_KEY, REASON_METADATA_KEY, Reason
 from meshmq.security.authentication import Authenticator
 from meshmq.transport import bind_listener, server_options
 
@@ -36,7 +36,7 @@ class _NotActive(grpc.GenericRpcHandler):
             live = self._live()
             if self._auth.enabled and self._auth.identify(dict(context.invocation_metadata() or ())) is None:
                 live = ""  # with security on, only a user learns where the live is
-            metadata = [(REASON_METADATA_KEY, Reason.NOT_ACTIVE.value)]
+            metadata = [(REASON_METADATA_KEY, Reason.NOT_ACTIVE.value), (NODE_NAME_METADATA_KEY, self._name)]
             if live:
                 metadata.append((LIVE_METADATA_KEY, live))
             context.set_trailing_metadata(tuple(metadata))

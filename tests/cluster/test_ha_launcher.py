@@ -11,6 +11,7 @@ import re
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 
 from meshmq.client import connect
@@ -117,7 +118,7 @@ async def test_the_coordinated_replication_example_runs_the_ha_coordinator_and_f
     launcher starts `meshmq serve ha-coordinator` on its etcd, the pair decides through
     it, and after kill -9 of the primary the backup serves at the epoch it granted."""
     text = COORDINATED.read_text()
-    for port in sorted(set(re.findall(r"\b(?:239[34]|6167[0-3])\b", text))):
+    for port in sorted(set(re.findall(r"\b(?:239[34]|6167[0-4])\b", text))):
         text = re.sub(rf"\b{port}\b", str(free_port()), text)
     copy = tmp_path / "coordinated-replication-2.yaml"
     copy.write_text(text)
@@ -132,10 +133,31 @@ async def test_the_coordinated_replication_example_runs_the_ha_coordinator_and_f
                      f"{backup['endpoint']}", 30, "the primary to name its in-sync backup")
     async with await connect(f"meshmq://{primary['endpoint']}") as conn:
         await (await (await conn.session()).create_producer("orders")).send(b"kept")
+    # The launched gateway shows the pair and the coordinator's quorum.
+    gateway = httpx.Client(base_url=by_name["gateway"]["endpoint"], timeout=30)
+    token = gateway.post("/api/v1/auth/token", json={"username": "admin", "password": "admin"}).json()["token"]
+    gateway.headers["Authorization"] = f"Bearer {token}"
+
+    def ha_view(quorum_epoch: int, serving: str):
+        ha = gateway.get("/api/v1/ha").json()
+        quorums = ha["quorums"]
+        return ha if (len(quorums) == 1 and quorums[0]["epoch"] == quorum_epoch
+                      and quorums[0]["live_connector"] == serving) else None
+
+    ha = await eventually(lambda: ha_view(1, primary["endpoint"]), 30, "the gateway to show the quorum at epoch 1")
+    assert ha["coordinator_problem"] == "" and ha["quorums"][0]["in_sync_replica"]
+    [group] = ha["groups"]
+    assert (group["live"], group["epoch"], group["in_sync"], group["backups"]) == ("primary", 1, True, ["backup"])
 
     assert cli("kill", "primary", "--run-dir", str(run)).returncode == 0
     await eventually(lambda: ha_column(run)["backup"] == "replication backup, active, epoch 2, no backup", 30,
                      "the backup to serve")
+    ha = await eventually(lambda: ha_view(2, backup["endpoint"]), 30, "the gateway to show the backup serving")
+    nodes = {n["name"]: n for n in gateway.get("/api/v1/nodes").json()}
+    assert nodes["backup"]["up"] and nodes["backup"]["epoch"] == 2
+    # The killed primary still shows, as down (it is remembered though discovery dropped it).
+    assert not nodes["primary"]["up"] and nodes["primary"]["problem"]
+    gateway.close()
     async with await connect(f"meshmq://{backup['endpoint']}") as conn:
         message = await (await (await conn.session()).create_consumer("orders")).receive(5)
         assert message is not None and message.body == b"kept"
