@@ -32,7 +32,7 @@ def test_every_operation_answers_as_its_openapi_document_says(stack, tmp_path):
          # Logging out would end the run's own session: every later operation would be a 401.
          "--exclude-operation-id-regex", "^revoke_token",
          "--report", "junit", "--report-junit-path", str(report)],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "NO_COLOR": "1"})
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"})
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-6000:]
     assert "No issues found" in out or "passed" in out, out[-3000:]
