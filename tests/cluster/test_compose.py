@@ -61,8 +61,19 @@ def node_config(service: dict):
     return load_config_text(text, source=str(path.relative_to(ROOT)))
 
 
+PORT = re.compile(r"^127\.0\.0\.1:\$\{MESHMQ_PORT_[A-Z0-9_]+:-(\d+)\}:(\d+)$")
+
+
 def published(service: dict) -> list[int]:
-    return [int(p.rsplit(":", 2)[1]) for p in service.get("ports", [])]
+    """The ports published on the host's loopback: by default the container's
+    own port (MESHMQ_PORT_<SERVICE> moves one, as the compose test does)."""
+    ports = []
+    for spec in service.get("ports", []):
+        match = PORT.match(spec)
+        assert match, f"{spec!r}: expected 127.0.0.1:${{MESHMQ_PORT_<SERVICE>:-<port>}}:<port>"
+        assert match[1] == match[2], spec
+        ports.append(int(match[2]))
+    return ports
 
 
 def test_same_services_names_and_roles():
