@@ -57,17 +57,21 @@ RUN set -eu; \
     [ -z "$MESHMQ_PIP_EXTRA_INDEX_URL" ] || idx="$idx --extra-index-url $MESHMQ_PIP_EXTRA_INDEX_URL"; \
     /opt/meshmq/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('/src/pyproject.toml', 'rb'))['project']['dependencies']))" >/src/requirements.txt; \
     /opt/meshmq/bin/pip install -q $idx -c /src/constraints.txt 'setuptools>=68' wheel -r /src/requirements.txt
-COPY README.md /src/
+
+# --- the meshmq image: every meshmq service ---
+# The project itself installs here, offline (--no-index, setuptools is in the
+# venv): a change to the source rebuilds only these last small layers, and the
+# build stage, cached, stays the one copy of the dependencies.
+FROM python AS meshmq
+COPY --from=build /opt/meshmq /opt/meshmq
+COPY pyproject.toml README.md /src/
 COPY meshmq /src/meshmq
 COPY services /src/services
 COPY spark /src/spark
-RUN /opt/meshmq/bin/pip install -q --no-deps --no-build-isolation /src && /opt/meshmq/bin/meshmq --help >/dev/null
-
-# --- the meshmq image: every meshmq service ---
-FROM python AS meshmq
-COPY --from=build /opt/meshmq /opt/meshmq
+RUN /opt/meshmq/bin/pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir /src \
+    && rm -rf /src && /opt/meshmq/bin/meshmq --help >/dev/null \
+    && mkdir -p /etc/meshmq /var/lib/meshmq /run/meshmq
 ENV PATH=/opt/meshmq/bin:$PATH PYTHONUNBUFFERED=1
-RUN mkdir -p /etc/meshmq /var/lib/meshmq /run/meshmq
 WORKDIR /var/lib/meshmq
 CMD ["meshmq", "--help"]
 
@@ -101,11 +105,19 @@ RUN set -eu; \
     [ -z "$MESHMQ_PIP_EXTRA_INDEX_URL" ] || idx="$idx --extra-index-url $MESHMQ_PIP_EXTRA_INDEX_URL"; \
     /opt/meshmq/bin/pip install -q $idx -c /src/constraints.txt 'pyspark>=4.0' 'matplotlib>=3.8'
 
-FROM meshmq AS report
+FROM python AS report
 # The JDK's postinst needs man1 (slim images drop /usr/share/man).
 RUN mkdir -p /usr/share/man/man1 \
     && apt-get update -qq \
     && apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless libpostgresql-jdbc-java >/dev/null \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build-report /opt/meshmq /opt/meshmq
+COPY pyproject.toml README.md /src/
+COPY meshmq /src/meshmq
+COPY services /src/services
+COPY spark /src/spark
+RUN /opt/meshmq/bin/pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir /src \
+    && rm -rf /src && /opt/meshmq/bin/meshmq analytics report --help >/dev/null
+ENV PATH=/opt/meshmq/bin:$PATH PYTHONUNBUFFERED=1
+WORKDIR /var/lib/meshmq
 CMD ["meshmq", "analytics", "report", "--help"]
