@@ -99,6 +99,9 @@ CMD ["meshmq-postgres"]
 
 # --- the Spark report: pyspark in the venv, Java 17 and the JDBC jar from Debian ---
 FROM build AS build-report
+# (ARGs are per stage; the CA the build stage installed is in its filesystem)
+ARG MESHMQ_PIP_INDEX_URL=""
+ARG MESHMQ_PIP_EXTRA_INDEX_URL=""
 RUN set -eu; \
     idx=""; \
     [ -z "$MESHMQ_PIP_INDEX_URL" ] || idx="--index-url $MESHMQ_PIP_INDEX_URL"; \
