@@ -75,9 +75,11 @@ def build_env() -> dict[str, str]:
 class Stack:
     """One compose project of deploy/docker-compose.yml."""
 
-    def __init__(self) -> None:
+    def __init__(self, report_dir: Path) -> None:
         self.project = f"meshmqtest{uuid.uuid4().hex[:8]}"
         self.env = build_env()
+        self.report_dir = report_dir
+        self.env["MESHMQ_REPORT_DIR"] = str(report_dir)
         self.ports = {name: free_port() for name in ("ETCD", "DISCOVERY", "N1", "N1_BACKUP", "N2", "N3", "GATEWAY")}
         self.env.update({f"MESHMQ_PORT_{name}": str(port) for name, port in self.ports.items()})
         self.doc = yaml.safe_load(COMPOSE.read_text())
@@ -131,7 +133,7 @@ def wait_healthy(stack: Stack, services: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def stack():
+def stack(tmp_path_factory):
     if os.geteuid() != 0 and not shutil.which("docker-compose"):
         pytest.skip("needs root to install docker.io/docker-compose/debootstrap (scripts/ensure_docker.sh)")
     timings = {}
@@ -141,7 +143,7 @@ def stack():
     t = time.monotonic()
     run("bash", "scripts/docker_base.sh", BASE_IMAGE, timeout=1800)
     timings["base image"] = time.monotonic() - t
-    s = Stack()
+    s = Stack(tmp_path_factory.mktemp("compose-report"))
     try:
         t = time.monotonic()
         s.compose("build", timeout=1800)
@@ -264,6 +266,36 @@ def test_the_gateway_answers_on_the_host_and_shows_the_routers(stack):
     while (seen := live_routers()) != {"n1", "n2", "n3"} and time.monotonic() < deadline:
         time.sleep(0.5)
     assert seen == {"n1", "n2", "n3"}  # the waiting backup is not up: it serves nothing
+
+
+async def test_the_report_profile_runs_spark_over_n1s_store(stack):
+    """The one-shot `report` service (profile report): its image (Java, pyspark,
+    the JDBC jar) builds on first use, then it reads n1's store on postgres."""
+    queue = "compose.report"
+    async with await connect(f"meshmq://127.0.0.1:{stack.ports['N1']}{OPT}") as conn:
+        session = await conn.session()
+        producer = await session.create_producer(queue)
+        for _ in range(20):
+            await producer.send(b"counted", routing_type="anycast")
+        consumer = await session.create_consumer(queue)
+        for _ in range(8):
+            msg = await consumer.receive(10)
+            assert msg is not None
+            msg.ack()
+
+    def acknowledged_in_the_store() -> bool:
+        out = stack.exec("postgres", "psql", "-U", "meshmq", "-d", "meshmq", "-tAc",
+                         f"SELECT count(*) FROM events WHERE queue = '{queue}' AND kind = 'ACKNOWLEDGED'")
+        return int(out.strip()) == 8
+
+    await eventually(acknowledged_in_the_store, 30, "the 8 acknowledgements in n1's store", interval=0.5)
+    stack.compose("--profile", "report", "build", "report", timeout=1800)
+    stack.compose("--profile", "report", "run", "--rm", "-T", "report", timeout=600)
+    summary = json.loads((stack.report_dir / "summary.json").read_text())
+    [row] = [r for r in summary["throughput"]["by_address"] if r["address"] == queue]
+    assert (row["enqueued"], row["acknowledged"]) == (20, 8)
+    assert [n["node_name"] for n in summary["nodes"]] == ["n1"]
+    assert (stack.report_dir / "report.html").is_file()
 
 
 # Last: it takes n1 away from the stack.
