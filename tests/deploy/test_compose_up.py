@@ -305,7 +305,8 @@ async def test_kill_9_of_n1_its_backup_serves_n1s_messages(stack):
         producer = await (await conn.session()).create_producer(queue)
         for i in range(3):
             await producer.send(b"durable", properties={"n": i}, routing_type="anycast")  # confirmed = stored
-    # `docker kill` counts as a manual stop: restart: on-failure does not bring n1 back
+    # (docker kill is a manual stop, which restart: on-failure leaves alone; were n1 restarted, it
+    # would wait for its lease and ask for failback, and the backup still serves until then)
     docker("kill", "--signal", "KILL", stack.container("n1"))
 
     async def backup_is_active():
