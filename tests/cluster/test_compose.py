@@ -1,18 +1,27 @@
 """deploy/docker-compose.yml and deploy/local/symmetric-3.yaml describe the same
-cluster (there is no Docker engine here: both files are parsed and compared)."""
+cluster, and the compose file stays within what both Compose v2 and
+docker-compose 1.29 accept. The files are parsed and compared here;
+tests/deploy/test_compose_up.py brings the stack up for real."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
+from sqlalchemy.engine import make_url
 
-from meshmq.launcher import load_cluster_spec
 from meshmq.config.loader import load_config_text
+from meshmq.launcher import load_cluster_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "deploy" / "docker-compose.yml"
 LOCAL = ROOT / "deploy" / "local" / "symmetric-3.yaml"
+DOCKERFILE = ROOT / "Dockerfile"
+
+# What the compose file has beyond the local example: the database of n1's
+# shared store, n1's backup, the gateway and the one-shot Spark report.
+EXTRAS = {"postgres": "postgres", "n1-backup": "router", "gateway": "gateway", "report": "report"}
 
 
 def compose() -> dict:
@@ -22,53 +31,116 @@ def compose() -> dict:
 def role_of(service: dict) -> str:
     """The service's role, from its label, checked against what it runs."""
     role = service["labels"]["meshmq.role"]
-    command = service["command"]
+    command = service.get("command")
     if role == "etcd":
         assert command[0] == "etcd"
+    elif role == "postgres":
+        assert service["build"]["target"] == "postgres" and command is None  # the image's own entrypoint
+    elif role == "report":
+        assert command[:3] == ["meshmq", "analytics", "report"], command
     else:
         assert command[:3] == ["meshmq", "serve", role], command
     return role
 
 
-def node_config(doc: dict, service: dict):
-    [mount] = service["configs"]
-    assert mount["target"] == service["command"][service["command"].index("--config") + 1]
-    return load_config_text(doc["configs"][mount["source"]]["content"], source=f"compose config {mount['source']}")
+def mounted(service: dict, target: str) -> Path:
+    """The host file bind-mounted (read-only) at `target` in the container."""
+    [source] = [v.split(":")[0] for v in service["volumes"] if v.split(":")[1] == target]
+    assert f"{source}:{target}:ro" in service["volumes"]
+    return (COMPOSE.parent / source).resolve()
+
+
+def node_text(service: dict) -> tuple[Path, str]:
+    target = service["command"][service["command"].index("--config") + 1]
+    path = mounted(service, target)
+    return path, path.read_text()
+
+
+def node_config(service: dict):
+    path, text = node_text(service)
+    return load_config_text(text, source=str(path.relative_to(ROOT)))
+
+
+PORT = re.compile(r"^127\.0\.0\.1:\$\{MESHMQ_PORT_[A-Z0-9_]+:-(\d+)\}:(\d+)$")
 
 
 def published(service: dict) -> list[int]:
-    return [int(p.rsplit(":", 2)[1]) for p in service.get("ports", [])]
+    """The ports published on the host's loopback: by default the container's
+    own port (MESHMQ_PORT_<SERVICE> moves one, as the compose test does)."""
+    ports = []
+    for spec in service.get("ports", []):
+        match = PORT.match(spec)
+        assert match, f"{spec!r}: expected 127.0.0.1:${{MESHMQ_PORT_<SERVICE>:-<port>}}:<port>"
+        assert match[1] == match[2], spec
+        ports.append(int(match[2]))
+    return ports
 
 
 def test_same_services_names_and_roles():
     spec = load_cluster_spec(LOCAL)
     local = {"etcd": "etcd", "discovery": "discovery", **{n.name: "router" for n in spec.nodes}}
-    doc = compose()
-    assert {name: role_of(s) for name, s in doc["services"].items()} == local
-    assert doc["name"] == spec.cluster_name
+    roles = {name: role_of(s) for name, s in compose()["services"].items()}
+    assert roles == {**local, **EXTRAS}
 
 
 def test_same_ports_cluster_name_discovery_timings_and_node_defaults():
     spec = load_cluster_spec(LOCAL)
-    doc = compose()
-    services = doc["services"]
+    services = compose()["services"]
     assert published(services["etcd"]) == [spec.etcd.client_port]
-    discovery = node_config(doc, services["discovery"])
+    discovery = node_config(services["discovery"])
     assert published(services["discovery"]) == [spec.discovery.port] == [discovery.discovery.listen.port]
     assert discovery.discovery_groups["cluster"].cluster_name == spec.cluster_name
-    for node in spec.nodes:
-        service = services[node.name]
-        config = node_config(doc, service)
-        assert config.name == node.name
-        assert published(service) == [node.port] == [a.port for a in config.acceptors]
-        assert config.acceptors[0].host == service["hostname"] == node.name  # announced under the service name
+    for name in [n.name for n in spec.nodes] + ["n1-backup"]:
+        service = services[name]
+        config = node_config(service)
+        assert config.name == name
+        assert published(service) == [a.port for a in config.acceptors]
+        assert config.acceptors[0].host == service["hostname"] == name  # announced under the service name
         [group] = config.discovery_groups.values()
         assert group.etcd.endpoints == ("etcd:2379",)
         assert (group.cluster_name, group.refresh_timeout) == (spec.cluster_name, spec.discovery.refresh_timeout)
         [broadcast] = config.broadcast_groups.values()
         assert broadcast.broadcast_period == spec.discovery.broadcast_period
-        content = yaml.safe_load(doc["configs"][service["configs"][0]["source"]]["content"])
+        content = yaml.safe_load(node_text(service)[1])
         for key, value in spec.node_defaults.items():
-            assert content[key] == value, f"{node.name}: {key} differs from node-defaults in {LOCAL.name}"
-        assert any(v.endswith(":/var/lib/meshmq") for v in service["volumes"])  # its own journal
+            assert content[key] == value, f"{name}: {key} differs from node-defaults in {LOCAL.name}"
+        assert any(v.endswith(":/var/lib/meshmq") for v in service["volumes"])  # its own data directory
         assert config.data_directory == Path("/var/lib/meshmq")
+    for node in spec.nodes:
+        assert published(services[node.name]) == [node.port]
+
+
+def test_n1_and_its_backup_share_one_store_on_the_postgres_service():
+    services = compose()["services"]
+    live, backup = node_config(services["n1"]), node_config(services["n1-backup"])
+    assert live.journal.url == backup.journal.url
+    url = make_url(live.journal.url)
+    env = services["postgres"]["environment"]
+    assert (url.get_backend_name(), url.host, url.port) == ("postgresql", "postgres", 5432)
+    assert (url.username, url.password, url.database) == (env["POSTGRES_USER"], env["POSTGRES_PASSWORD"], env["POSTGRES_DB"])
+    assert live.ha_policy.shared_store.master is not None and backup.ha_policy.shared_store.slave is not None
+    assert "postgres" in services["n1"]["depends_on"] and "n1" in services["n1-backup"]["depends_on"]
+    # the report reads the same database
+    command = services["report"]["command"]
+    store = make_url(command[command.index("--store") + 1])
+    assert (store.host, store.username, store.password, store.database) == (url.host, url.username, url.password, url.database)
+
+
+def test_only_keys_compose_v2_and_docker_compose_1_29_both_know():
+    doc = compose()
+    # no `name` (1.29 refuses it), no top-level `configs`/`secrets` with inline content
+    assert {k for k in doc if not k.startswith("x-")} <= {"services", "volumes", "networks"}
+    targets = set(re.findall(r"^FROM \S+ AS (\S+)$", DOCKERFILE.read_text(), flags=re.M))
+    for name, service in doc["services"].items():
+        assert not {"configs", "secrets"} & service.keys(), name
+        build = service["build"]
+        assert not {"dockerfile_inline", "secrets", "additional_contexts"} & build.keys(), name
+        assert (build["context"], build["dockerfile"], build["network"]) == ("..", "Dockerfile", "host"), name
+        assert build["target"] in targets, name
+        assert build["args"]["BASE_IMAGE"].startswith("${BASE_IMAGE:-"), name
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                assert (COMPOSE.parent / source).is_file(), f"{name}: {source} is missing"
+    # each optional part is a profile
+    assert {n: s["profiles"] for n, s in doc["services"].items() if s.get("profiles")} == {"report": ["report"]}
