@@ -155,8 +155,7 @@ async def ha(gw: GW, who: Viewer) -> HaView:
 
 @router.get("/nodes/{node}", response_model=NodeDetail, tags=["cluster"])
 async def node_detail(node: str, gw: GW, who: Viewer) -> NodeDetail:
-    view, member = await gw.gather.member(who.metadata, node)
-    admin = gw.directory.admin(member.connector, who.metadata)
+    view, admin = await _on_node(gw, who, node)
     addresses, queues, st = await admin.list_addresses(), await admin.list_queues(), await admin.cluster_state()
     return NodeDetail(
         node=view, addresses=[address_view(view.name, a) for a in addresses],
@@ -185,17 +184,15 @@ async def addresses(gw: GW, who: Viewer, node: str | None = None) -> list[Addres
 
 @router.post("/nodes/{node}/addresses", status_code=201, response_model=AddressView, tags=["addresses"])
 async def create_address(node: str, body: CreateAddressBody, gw: GW, who: Manager) -> AddressView:
-    view, member = await gw.gather.member(who.metadata, node)
-    admin = gw.directory.admin(member.connector, who.metadata)
+    view, admin = await _on_node(gw, who, node)
     return address_view(view.name, await admin.create_address(body.name, routing_types=tuple(body.routing_types)))
 
 
 @router.delete("/nodes/{node}/addresses/{address}", response_model=Removed, tags=["addresses"])
 async def delete_address(node: str, address: str, gw: GW, who: Manager, force: bool = False) -> Removed:
     """Refused while the address has queues, unless `force` (its queues and their messages go too)."""
-    _, member = await gw.gather.member(who.metadata, node)
-    removed = await gw.directory.admin(member.connector, who.metadata).delete_address(address, force=force)
-    return Removed(messages_removed=removed)
+    _, admin = await _on_node(gw, who, node)
+    return Removed(messages_removed=await admin.delete_address(address, force=force))
 
 
 # --- queues ------------------------------------------------------------------------
@@ -232,14 +229,15 @@ async def queues(gw: GW, who: Viewer, node: str | None = None, search: Annotated
     return search_queues(await gw.gather.queues(who.metadata, node), search, sort, order, internal)
 
 
-async def _queue(gw: GatewayState, who: Identity, node: str, queue: str):
+async def _on_node(gw: GatewayState, who: Identity, node: str):
+    """The named node (NodeNotFound / NodeDown otherwise) and a management client to it as `who`."""
     view, member = await gw.gather.member(who.metadata, node)
     return view, gw.directory.admin(member.connector, who.metadata)
 
 
 @router.post("/nodes/{node}/queues", status_code=201, response_model=QueueView, tags=["queues"])
 async def create_queue(node: str, body: CreateQueueBody, gw: GW, who: Manager) -> QueueView:
-    view, admin = await _queue(gw, who, node, body.name)
+    view, admin = await _on_node(gw, who, node)
     q = await admin.create_queue(body.name, address=body.address or body.name, routing_type=body.routing_type,
                                  filter=body.filter, durable=body.durable)
     return queue_view(view.name, q)
@@ -247,7 +245,7 @@ async def create_queue(node: str, body: CreateQueueBody, gw: GW, who: Manager) -
 
 @router.get("/nodes/{node}/queues/{queue}", response_model=QueueView, tags=["queues"])
 async def get_queue(node: str, queue: str, gw: GW, who: Viewer) -> QueueView:
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     q = await admin.queue(queue)
     if q is None:
         raise HTTPException(404, f"no queue named {queue!r} on node {view.name!r}")
@@ -257,27 +255,27 @@ async def get_queue(node: str, queue: str, gw: GW, who: Viewer) -> QueueView:
 @router.delete("/nodes/{node}/queues/{queue}", response_model=Removed, tags=["queues"])
 async def delete_queue(node: str, queue: str, gw: GW, who: Manager, force: bool = False) -> Removed:
     """Refused while consumers are attached, unless `force` (they are closed)."""
-    _, admin = await _queue(gw, who, node, queue)
+    _, admin = await _on_node(gw, who, node)
     return Removed(messages_removed=await admin.delete_queue(queue, force=force))
 
 
 @router.post("/nodes/{node}/queues/{queue}/purge", response_model=Removed, tags=["queues"])
 async def purge_queue(node: str, queue: str, gw: GW, who: Manager) -> Removed:
     """Remove every waiting message (those being delivered stay with their consumers)."""
-    _, admin = await _queue(gw, who, node, queue)
+    _, admin = await _on_node(gw, who, node)
     return Removed(messages_removed=await admin.purge_queue(queue))
 
 
 @router.post("/nodes/{node}/queues/{queue}/pause", response_model=QueueView, tags=["queues"])
 async def pause_queue(node: str, queue: str, gw: GW, who: Manager) -> QueueView:
     """Stop delivering (messages still arrive) until resumed."""
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     return queue_view(view.name, await admin.pause_queue(queue))
 
 
 @router.post("/nodes/{node}/queues/{queue}/resume", response_model=QueueView, tags=["queues"])
 async def resume_queue(node: str, queue: str, gw: GW, who: Manager) -> QueueView:
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     return queue_view(view.name, await admin.resume_queue(queue))
 
 
@@ -288,7 +286,7 @@ async def browse(node: str, queue: str, gw: GW, who: Viewer,
                  filter: Annotated[str, Query(max_length=4096)] = "",
                  preview: Annotated[int, Query(ge=1, le=65536)] = 256) -> BrowseView:
     """A page of the queue's messages in delivery order, without consuming them."""
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     page = await admin.browse(queue, offset=offset, limit=limit, filter=filter, body_preview_bytes=preview)
     return BrowseView(node=view.name, queue=queue, total=page.total, offset=offset,
                       messages=[message_view(m) for m in page.messages])
@@ -296,7 +294,7 @@ async def browse(node: str, queue: str, gw: GW, who: Viewer,
 
 @router.get("/nodes/{node}/queues/{queue}/consumers", response_model=list[ConsumerView], tags=["queues"])
 async def consumers(node: str, queue: str, gw: GW, who: Viewer) -> list[ConsumerView]:
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     return [ConsumerView(node=view.name, queue=c.queue, session_id=c.session_id, consumer_id=c.consumer_id,
                          filter=c.filter, client_id=c.client_id, delivering=c.delivering_count,
                          messages_acknowledged=c.messages_acknowledged, credits=c.credits)
@@ -319,7 +317,7 @@ class RetryBody(BaseModel):
 @router.post("/nodes/{node}/queues/{queue}/move", status_code=202, response_model=OperationView, tags=["operations"])
 async def move(node: str, queue: str, body: MoveBody, gw: GW, who: Manager) -> OperationView:
     """Move waiting messages to another queue of the same node; follow it at /api/v1/operations/{id}."""
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     return await gw.operations.start(
         "move", view.name, queue, who.username,
         lambda on_progress: admin.move_messages(queue, body.to_queue, filter=body.filter, limit=body.limit,
@@ -330,7 +328,7 @@ async def move(node: str, queue: str, body: MoveBody, gw: GW, who: Manager) -> O
 async def retry(node: str, queue: str, gw: GW, who: Manager, body: Annotated[RetryBody, Body()] = RetryBody()
                 ) -> OperationView:
     """Send dead letters (or expired messages) back to the queue they came from."""
-    view, admin = await _queue(gw, who, node, queue)
+    view, admin = await _on_node(gw, who, node)
     return await gw.operations.start(
         "retry", view.name, queue, who.username,
         lambda on_progress: admin.retry_messages(queue, filter=body.filter, on_progress=on_progress))

@@ -20,7 +20,7 @@ from fastapi.templating import Jinja2Templates
 
 from meshmq.errors import MeshMQError
 
-from .api import search_queues
+from .api import node_detail, search_queues
 from .auth import CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, Identity, LoginRefused, same_token
 from .state import GatewayState
 from .topology_svg import HEIGHT, WIDTH, layout
@@ -146,8 +146,6 @@ async def topology_fragment(request: Request) -> Response:
 
 @router.get("/nodes/{node}")
 async def node_page(request: Request, node: str) -> Response:
-    from .api import node_detail  # one way to gather a node's page: the API's
-
     who = _who(request)
     if who is None:
         return _to_login(request)
