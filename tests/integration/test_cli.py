@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 
+import httpx
 import pytest
 
 from tests.fixtures.nodes import wait_for
@@ -23,7 +24,8 @@ def meshmq(*args, cwd=None, timeout=60):
 def test_up_starts_the_embedded_default_and_says_where_it_listens(tmp_path):
     ready = tmp_path / "ready.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "meshmq.cli.main", "up", "--port", "0", "--ready-file", str(ready)],
+        [sys.executable, "-m", "meshmq.cli.main", "up", "--port", "0", "--console-port", "0", "--ready-file",
+         str(ready)],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -43,10 +45,16 @@ def test_up_starts_the_embedded_default_and_says_where_it_listens(tmp_path):
         assert "greetings" not in meshmq("queue", "list", "--url", url).stdout
         purge = meshmq("queue", "purge", "greetings", "--url", url)
         assert purge.returncode == 2 and "QUEUE_NOT_FOUND" in purge.stderr
+        # The admin gateway runs in the same process (dev mode: admin / admin) and shows this node.
+        console = info["console"]
+        token = httpx.post(f"{console}api/v1/auth/token", json={"username": "admin", "password": "admin"}).json()
+        nodes = httpx.get(f"{console}api/v1/nodes", headers={"Authorization": f"Bearer {token['token']}"}).json()
+        assert [(n["connector"], n["up"]) for n in nodes] == [(info["endpoints"][0], True)]
+        assert httpx.get(console, follow_redirects=False).headers["location"].startswith("/login")
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
-    assert f"listening on {info['endpoints'][0]}" in out
+    assert f"listening on {info['endpoints'][0]}" in out and f"console {info['console']}" in out
     assert "# effective configuration" in err and "address-settings:" in err
 
 
