@@ -970,6 +970,8 @@ class Gateway(_Model):
     discovery_group_ref: NonEmptyStr | None = None
     static_connectors: tuple[NonEmptyStr, ...] = ()
     dev_mode: bool = defaults.GATEWAY_DEV_MODE
+    # The CA the routers' and the HA coordinator's certificates are checked against; given: TLS to them.
+    trust_path: ExistingFile | None = None
     # host:port of `meshmq serve ha-coordinator`: its quorums (epoch, holder, in-sync replica) are shown too.
     ha_coordinator: Annotated[str, AfterValidator(_check_connector)] | None = None
     # The managers' namespace whose quorums to list.

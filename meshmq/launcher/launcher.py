@@ -224,7 +224,8 @@ class LocalCluster:
         problem = ca_problem(spec.ca_dir)
         if problem:
             raise ClusterUpError(f"{spec.source}: tls.ca-dir: {problem}")
-        directories = {"discovery": self.run_dir / "discovery", **{n.name: self.run_dir / n.name for n in spec.nodes}}
+        directories = {"discovery": self.run_dir / "discovery", **{n.name: self.run_dir / n.name for n in spec.nodes},
+                       **({"gateway": self.run_dir / "gateway"} if spec.gateway is not None else {})}
         try:
             return issue_certificates(spec.ca_dir, directories)
         except CertError as exc:
@@ -262,7 +263,8 @@ class LocalCluster:
                           f"# HA coordinator of cluster {spec.cluster_name}"))
         if spec.gateway is not None:
             plans.append(("gateway", "gateway", self.run_dir / "gateway",
-                          gateway_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir),
+                          gateway_config_data(spec, etcd_endpoint=etcd_endpoint, run_dir=self.run_dir,
+                                              certificate=certificates.get("gateway")),
                           f"# admin gateway of cluster {spec.cluster_name}"))
         for index, node in enumerate(spec.nodes):
             plans.append((node.name, "router", self.run_dir / node.name,

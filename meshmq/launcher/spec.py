@@ -387,17 +387,21 @@ def ha_coordinator_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir
     }
 
 
-def gateway_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path) -> dict[str, Any]:
+def gateway_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path,
+                        certificate: Certificate | None = None) -> dict[str, Any]:
     """The config `meshmq serve gateway` gets: the nodes' discovery group, its
-    port, and node-defaults' security keys (the same users and roles as the nodes)."""
+    port, and node-defaults' security keys (the same users and roles as the nodes);
+    with tls, HTTPS with `certificate` and TLS to the routers trusting the cluster CA."""
     assert spec.gateway is not None
     security = {key: spec.node_defaults[key] for key in SECURITY_KEYS if key in spec.node_defaults}
+    tls = ({"cert-path": str(certificate.cert), "key-path": str(certificate.key)} if certificate else {})
     return {
         "name": "gateway",
         "data-directory": str(run_dir / "gateway"),
         "discovery-groups": discovery_groups(spec, etcd_endpoint),
-        "gateway": {"listen": {"host": HOST, "port": spec.gateway.port}, "discovery-group-ref": DISCOVERY_GROUP,
-                    "dev-mode": spec.gateway.dev_mode,
+        "gateway": {"listen": {"host": HOST, "port": spec.gateway.port, **tls},
+                    "discovery-group-ref": DISCOVERY_GROUP, "dev-mode": spec.gateway.dev_mode,
+                    **({"trust-path": str(certificate.ca)} if certificate else {}),
                     # The launched HA coordinator, when its port is known before it starts.
                     **({"ha-coordinator": f"{HOST}:{spec.ha_coordinator.port}"}
                        if spec.ha_coordinator is not None and spec.ha_coordinator.port else {})},

@@ -24,7 +24,7 @@ from meshmq.discovery import DiscoveryAPI, TopologyWatcher
 from meshmq.discovery.groups import group_watcher
 from meshmq.errors import MeshMQError, from_rpc_error
 from meshmq.security.cluster_identity import cluster_metadata
-from meshmq.transport import channel_options, open_channel
+from meshmq.transport import channel_credentials, channel_options, open_channel
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import ha_coordinator_pb2 as hpb
 from meshmq.v1 import ha_coordinator_pb2_grpc as hagrpc
@@ -85,6 +85,8 @@ class RouterDirectory:
         self._stubs: dict[str, mggrpc.ManagementStub] = {}
         self._coordinator: hagrpc.HaCoordinatorStub | None = None
         self._remembered: dict[str, tuple[Member, float]] = {}
+        trust = config.gateway.trust_path
+        self._tls = channel_credentials(trust) if trust is not None else None
 
     @property
     def description(self) -> str:
@@ -143,7 +145,8 @@ class RouterDirectory:
     def admin(self, connector: str, metadata) -> Admin:
         stub = self._stubs.get(connector)
         if stub is None:
-            channel = self._channels[connector] = open_channel(connector, options=channel_options())
+            channel = self._channels[connector] = open_channel(connector, credentials=self._tls,
+                                                               options=channel_options())
             stub = self._stubs[connector] = mggrpc.ManagementStub(channel)
         return Admin(stub, metadata, self._call_timeout_s)
 
@@ -155,7 +158,8 @@ class RouterDirectory:
         if not target:
             return [], ""
         if self._coordinator is None:
-            channel = self._channels[f"ha:{target}"] = open_channel(target, options=channel_options())
+            channel = self._channels[f"ha:{target}"] = open_channel(target, credentials=self._tls,
+                                                                    options=channel_options())
             self._coordinator = hagrpc.HaCoordinatorStub(channel)
         try:
             reply = await self._coordinator.ListQuorums(

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from meshmq.client import AuthenticationError, ConnectionFailedError, PermissionDeniedError, connect
@@ -112,6 +114,16 @@ async def test_the_secured_example_up_used_and_down(launched, secured_file):
                            queue="app.cluster")
     assert "refused a cluster link" not in (run / "n3.log").read_text()
 
+    # the gateway: HTTPS with a certificate from the cluster CA, TLS to the routers, the nodes' users and roles
+    with httpx.Client(base_url=endpoints["gateway"], verify=ssl.create_default_context(cafile=str(ca_cert)),
+                      timeout=30) as gateway:
+        assert endpoints["gateway"].startswith("https://")
+        refused_app = gateway.post("/api/v1/auth/token", json={"username": APP[0], "password": APP[1]})
+        assert refused_app.status_code == 401 and "neither the view nor the manage" in refused_app.json()["detail"]
+        token = gateway.post("/api/v1/auth/token", json={"username": ADMIN[0], "password": ADMIN[1]}).json()
+        nodes = gateway.get("/api/v1/nodes", headers={"Authorization": f"Bearer {token['token']}"}).json()
+        assert sorted((n["name"], n["up"]) for n in nodes) == [("n1", True), ("n2", True), ("n3", True)]
+
     # no credentials: refused; no CA to verify the node with (the system's CAs): the handshake fails
     with pytest.raises(AuthenticationError):
         await connect(user_url(endpoints["n1"], None, ca_cert))
@@ -143,9 +155,9 @@ async def test_the_secured_example_up_used_and_down(launched, secured_file):
     assert status.returncode == 0, status.stdout + status.stderr
     rows = [line.split("\t") for line in status.stdout.splitlines()[1:]]
     assert [(r[0], r[2], r[5]) for r in rows] == [
-        ("etcd", "yes", "-"), ("discovery", "yes", "-"), ("n1", "yes", "yes"), ("n2", "yes", "yes"),
-        ("n3", "yes", "yes")]
-    assert [r[6] for r in rows[2:]] == ["?", "?", "?"]  # NodeInfo needs a user: status has none
+        ("etcd", "yes", "-"), ("discovery", "yes", "-"), ("gateway", "yes", "-"), ("n1", "yes", "yes"),
+        ("n2", "yes", "yes"), ("n3", "yes", "yes")]
+    assert [r[6] for r in rows[3:]] == ["?", "?", "?"]  # NodeInfo needs a user: status has none
 
     down = cli("down", "--run-dir", str(run))
     assert down.returncode == 0, down.stdout + down.stderr
