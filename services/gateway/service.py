@@ -29,7 +29,7 @@ async def run_gateway(config: BrokerConfig, *, ready_file: str | None = None,
     warn_dev_mode(config, log)
     url = await server.start()
     try:
-        report_ready({"service": "gateway", "endpoints": [url], "console": f"{url}/",
+        report_ready({"service": "gateway", "endpoints": [url], "console": f"{url}/", "metrics": f"{url}/metrics",
                       "routers": server.state.directory.description}, ready_file, on_ready)
         log.info("gateway listening on %s (%s)", url, server.state.directory.description)
         await until_signalled()

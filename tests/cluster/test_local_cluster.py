@@ -98,14 +98,15 @@ async def test_up_status_down_of_the_symmetric_example(launched):
     assert status.healthy
     assert [(p.name, p.pid, p.alive, p.endpoint, p.node_id) for p in status.processes] == [
         (p.name, p.pid, True, p.endpoint, p.node_id) for p in state.processes]
-    assert [p.in_topology for p in status.processes] == [None, None, True, True, True]
+    assert [(p.name, p.in_topology) for p in status.processes] == [
+        ("etcd", None), ("discovery", None), ("gateway", None), ("n1", True), ("n2", True), ("n3", True)]
     # a second `up` in the same run directory is refused while it runs
     with pytest.raises(ClusterError, match="already running"):
         await LocalCluster(spec, run).up()
 
     stopped = await LocalCluster.attach(run).down()
     assert [(s.name, s.outcome) for s in stopped] == [
-        ("n1", "stopped"), ("n2", "stopped"), ("n3", "stopped"), ("discovery", "stopped"), ("etcd", "stopped")]
+        ("gateway", "stopped"), ("n1", "stopped"), ("n2", "stopped"), ("n3", "stopped"), ("discovery", "stopped"), ("etcd", "stopped")]
     assert all(gone(p.pid) for p in state.processes)
     assert not list(run.glob("*.pid"))
     assert (run / "n1.log").exists() and (run / "n1" / "data" / "journal.db").exists()  # kept
@@ -163,23 +164,25 @@ async def test_cli_up_status_down_round_trip(launched, tmp_path):
     assert rows[0] == ["name", "pid", "alive", "endpoint", "node id", "in topology", "ha", "metrics"]
     assert [(r[0], int(r[1]), r[2], r[5], r[6]) for r in rows[1:]] == [
         ("etcd", pids[0], "yes", "-", "-"), ("discovery", pids[1], "yes", "-", "-"),
-        ("n1", pids[2], "yes", "yes", "live-only"), ("n2", pids[3], "yes", "yes", "live-only"),
-        ("n3", pids[4], "yes", "yes", "live-only")]
-    assert rows[3][4] == state["processes"][2]["node_id"]
+        ("gateway", pids[2], "yes", "-", "-"),
+        ("n1", pids[3], "yes", "yes", "live-only"), ("n2", pids[4], "yes", "yes", "live-only"),
+        ("n3", pids[5], "yes", "yes", "live-only")]
+    assert rows[4][4] == state["processes"][3]["node_id"]
     # every meshmq process serves its metrics on a port picked at its start, recorded for the operator
     assert rows[1][7] == "-"  # etcd
     metrics = {r[0]: r[7] for r in rows[2:]}
     assert metrics == {p["name"]: p["metrics"] for p in state["processes"][1:]}
-    assert len(set(metrics.values())) == 4 and all(m.startswith("http://127.0.0.1:") for m in metrics.values())
+    assert len(set(metrics.values())) == 5 and all(m.startswith("http://127.0.0.1:") for m in metrics.values())
     async with httpx.AsyncClient(timeout=10) as http:
         scraped = (await http.get(metrics["n1"])).text
     assert 'meshmq_service_info{node="n1",service="router"' in scraped
-    async with await connect(f"meshmq://{rows[3][3]}") as conn:
+    assert 'meshmq_gateway_sessions ' in httpx.get(metrics["gateway"]).text  # the gateway's, on its own port
+    async with await connect(f"meshmq://{rows[4][3]}") as conn:
         assert (await conn.admin.node_info()).name == "n1"
 
     down = cli("down", "--run-dir", str(run))
     assert down.returncode == 0, down.stdout + down.stderr
-    assert "cluster stopped (5 process(es))" in down.stdout
+    assert "cluster stopped (6 process(es))" in down.stdout
     assert all(gone(pid) for pid in pids)
     assert cli("down", "--run-dir", str(run)).stdout.startswith("nothing to stop")
     after = cli("status", "--run-dir", str(run))
