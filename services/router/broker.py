@@ -764,6 +764,8 @@ class Broker:
             proto.message_id = self.next_message_id()
             proto.properties[ROUTE_TO].string_value = ROUTE_SEP.join(keys)
             copy = ServerMessage(proto, msg.size)
+            if msg.persisted:  # the original is in the log (redistribution, scale-down, local queues too): link them
+                copy.origin = (self.node_id, msg.id)
             if msg.large:
                 self.copy_large_body(msg, copy)
             refs.extend(self.stage(copy, [sf]))
