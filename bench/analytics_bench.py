@@ -168,8 +168,10 @@ def figures(summary: dict) -> dict:
     a = summary["audit"]
     return {
         **summary["totals"],
-        "produced": a["produced"], "exactly_once": a["exactly_once"], "more_than_once": a["more_than_once"],
-        "never_by_fate": a["never_by_fate"], "latency_p50": summary["latency_ms"]["all"]["p50_ms"],
+        "produced": a["produced"], "exactly_once": a["exactly_once"],
+        "more_than_once": a["anomalies"]["acknowledged_more_than_once"],
+        "never_by_fate": {**a["explained_by_fate"], "unaccounted": a["anomalies"]["never_acknowledged"]},
+        "latency_p50": summary["latency_ms"]["all"]["p50_ms"],
         "latency_p99": summary["latency_ms"]["all"]["p99_ms"], "backlog": sum(b["messages"] for b in summary["backlog"]),
     }
 

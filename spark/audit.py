@@ -1,12 +1,34 @@
-"""The exactly-once audit (docs/journal-schema.md, "Exactly-once audit").
+"""The exactly-once audit (docs/analytics.md, "Exactly-once audit").
 
-A produced message is a `(node_id, message_id, queue)` with an ENQUEUED event
-in the window. Its ACKNOWLEDGED events are counted wherever they fall (an
-acknowledgement after `--until` still counts): 1 is EXACTLY_ONCE, 0 NEVER,
-2+ MORE_THAN_ONCE. For NEVER the `fate` says where it went: the EXPIRED,
-DEAD_LETTERED or REMOVED event that ended it, WAITING when it is still in its
-queue, else UNACCOUNTED (no acknowledgement, no end, not stored: the case an
-operator must look at).
+What is audited is a *delivery*: one message on one queue, followed across
+the cluster. A message keeps its identity where the journal records where it
+came from: a forwarded message's ENQUEUED names the sending node and message
+(`from_node_id`, `from_message_id`), so every message resolves to its *root*
+(the node and id it had when a client produced it). A delivery is
+``(root node, root message id, queue)``: scale-down and redistribution move a
+message to the queue of the same name on another node (the same delivery); a
+bridge carries it from the store-and-forward queue ``$.meshmq.sf.<cc>.<node>``
+into the target's queue. The store-and-forward reference of a message that
+arrived is transport, not a delivery: its ACKNOWLEDGED is the target's
+confirmation, not a consumer's.
+
+Per delivery the audit counts the ENQUEUED events (a move to another node is
+not a second enqueue), the consumer acknowledgements and redeliveries, and
+how it ended. A delivery is an *anomaly* when
+
+* ACKNOWLEDGED_WITHOUT_ENQUEUE — acknowledged, and no ENQUEUED in the log
+  (though the message was accepted inside the window, so it would be there);
+* DELIVERED_WITHOUT_ENQUEUE — redelivered (a DELIVERED event), same;
+* ACKNOWLEDGED_MORE_THAN_ONCE — two or more acknowledgements;
+* ENQUEUED_MORE_THAN_ONCE — two or more ENQUEUED (also: forwarded twice);
+* NEVER_ACKNOWLEDGED — no acknowledgement, not waiting, and no event that
+  ended it (fate UNACCOUNTED).
+
+Otherwise it is EXACTLY_ONCE (one acknowledgement) or EXPLAINED by its fate:
+WAITING (still stored), EXPIRED, DEAD_LETTERED, REMOVED (by an operator:
+purge, delete, move — the copy a move makes is a delivery of its own, as a
+dead-letter copy is), or FORWARDED (confirmed to a node whose store is not in
+the report). Explained deliveries are counted, not listed as offenders.
 """
 
 from __future__ import annotations
@@ -14,99 +36,254 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark.metrics import ACKNOWLEDGED, DEAD_LETTERED, ENQUEUED, EXPIRED, REMOVED
+from spark.metrics import ACKNOWLEDGED, DEAD_LETTERED, DELIVERED, ENQUEUED, EXPIRED, REMOVED
 
 KEY = ["node_id", "message_id", "queue"]
+SF_PREFIX = "$.meshmq.sf."
+#: A chain of forwards longer than this is not followed further (max-hops is 1 by default).
+MAX_HOPS = 8
 
 EXACTLY_ONCE = "EXACTLY_ONCE"
-NEVER = "NEVER"
-MORE_THAN_ONCE = "MORE_THAN_ONCE"
+EXPLAINED = "EXPLAINED"
+ANOMALY = "ANOMALY"
+
+ACKNOWLEDGED_WITHOUT_ENQUEUE = "ACKNOWLEDGED_WITHOUT_ENQUEUE"
+DELIVERED_WITHOUT_ENQUEUE = "DELIVERED_WITHOUT_ENQUEUE"
+ACKNOWLEDGED_MORE_THAN_ONCE = "ACKNOWLEDGED_MORE_THAN_ONCE"
+ENQUEUED_MORE_THAN_ONCE = "ENQUEUED_MORE_THAN_ONCE"
+NEVER_ACKNOWLEDGED = "NEVER_ACKNOWLEDGED"
+#: The anomalies, the worst first (a delivery's `anomaly` is the first that applies).
+ANOMALIES = (ACKNOWLEDGED_WITHOUT_ENQUEUE, DELIVERED_WITHOUT_ENQUEUE, ACKNOWLEDGED_MORE_THAN_ONCE,
+             ENQUEUED_MORE_THAN_ONCE, NEVER_ACKNOWLEDGED)
+
 WAITING = "WAITING"
+FORWARDED = "FORWARDED"
 UNACCOUNTED = "UNACCOUNTED"
-FATES = (EXPIRED, DEAD_LETTERED, REMOVED, WAITING, UNACCOUNTED)
+#: How a delivery that was not acknowledged ended (UNACCOUNTED is the anomaly NEVER_ACKNOWLEDGED).
+FATES = (WAITING, EXPIRED, DEAD_LETTERED, REMOVED, FORWARDED, UNACCOUNTED)
 
 
-def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, produced_in: Column | None = None
-          ) -> DataFrame:
-    """One row per message reference produced in ``[since, until)`` (and,
-    with `produced_in`, by an ENQUEUED event for which that condition holds).
-
-    `events`: every event read (the window and after it); `waiting_keys`:
-    node_id, message_id, queue of the live queue references. One shuffle: the
-    events that matter and the waiting references are grouped by key once.
-    Columns: node_id, message_id, queue, address, enqueued_ts,
-    enqueued_events, acknowledged, first_ack_ts, last_ack_ts, status, fate.
-    """
+def references(events: DataFrame, since: int, waiting_keys: DataFrame, produced_in: Column | None = None
+               ) -> DataFrame:
+    """One row per queue reference ``(node_id, message_id, queue)`` seen in
+    the events or stored now, with its counts (one shuffle)."""
     kind, ts = F.col("kind"), F.col("ts")
-    relevant = events.filter(kind.isin(ENQUEUED, ACKNOWLEDGED, EXPIRED, DEAD_LETTERED, REMOVED)).select(
-        *KEY, "kind", "ts", "address", (F.lit(True) if produced_in is None else produced_in).alias("_in")
+    snap = F.lit(True) if produced_in is None else produced_in
+    relevant = events.filter(kind.isin(ENQUEUED, ACKNOWLEDGED, DELIVERED, EXPIRED, DEAD_LETTERED, REMOVED)).select(
+        *KEY, "kind", "ts", "address", "message_ts", "from_node_id", "from_message_id", snap.alias("_in")
     )
-    stored = waiting_keys.select(*KEY, F.lit(WAITING).alias("kind"), F.lit(None).cast("long").alias("ts"),
-                                 F.lit(None).cast("string").alias("address"), F.lit(False).alias("_in"))
-    produced = (kind == ENQUEUED) & (ts >= since) & (ts < until) & F.col("_in")
-    is_ack = kind == ACKNOWLEDGED
+    stored = waiting_keys.select(
+        *KEY, F.lit(WAITING).alias("kind"), F.lit(None).cast("long").alias("ts"),
+        F.lit(None).cast("string").alias("address"), F.lit(None).cast("long").alias("message_ts"),
+        F.lit(None).cast("string").alias("from_node_id"), F.lit(None).cast("long").alias("from_message_id"),
+        F.lit(False).alias("_in"),
+    )
+    is_enq, is_ack, is_del = kind == ENQUEUED, kind == ACKNOWLEDGED, kind == DELIVERED
     is_end = kind.isin(EXPIRED, DEAD_LETTERED, REMOVED)
-    grouped = relevant.unionByName(stored).groupBy(*KEY).agg(
-        F.sum(produced.cast("long")).alias("enqueued_events"),
-        F.first(F.when(produced, F.col("address")), ignorenulls=True).alias("address"),
-        F.min(F.when(produced, ts)).alias("enqueued_ts"),
-        F.sum(is_ack.cast("long")).alias("acknowledged"),
+    # An acknowledgement or redelivery of a message accepted inside the window
+    # (and inside the snapshot): its ENQUEUED must be in the log read.
+    visible = (is_ack | is_del) & F.col("_in") & (F.col("message_ts") >= since)
+    return relevant.unionByName(stored).groupBy(*KEY).agg(
+        F.sum(is_enq.cast("long")).alias("enq"),
+        F.min(F.when(is_enq, ts)).alias("enqueued_ts"),
+        F.max(F.when(is_enq, F.col("_in"))).alias("enq_in_snapshot"),
+        F.first(F.when(is_enq, F.col("address")), ignorenulls=True).alias("_enq_address"),
+        F.first("address", ignorenulls=True).alias("_any_address"),
+        F.first("from_node_id", ignorenulls=True).alias("from_node_id"),
+        F.first("from_message_id", ignorenulls=True).alias("from_message_id"),
+        F.sum(is_ack.cast("long")).alias("acks"),
         F.min(F.when(is_ack, ts)).alias("first_ack_ts"),
         F.max(F.when(is_ack, ts)).alias("last_ack_ts"),
+        F.sum(is_del.cast("long")).alias("redelivered"),
         F.max_by(F.when(is_end, kind), F.when(is_end, ts)).alias("end_kind"),
+        F.max(F.when(is_end, ts)).alias("end_ts"),
         F.max((kind == WAITING).cast("int")).alias("waiting"),
+        F.max(visible.cast("int")).alias("visible"),
+    ).withColumn("address", F.coalesce("_enq_address", "_any_address")).drop("_enq_address", "_any_address")
+
+
+def roots(refs: DataFrame) -> DataFrame:
+    """node_id, message_id -> root_node_id, root_message_id for every message
+    that arrived from another node, following chains of forwards."""
+    edges = refs.filter(F.col("from_node_id").isNotNull()).select(
+        "node_id", "message_id", "from_node_id", "from_message_id").distinct()
+    resolved = edges.select("node_id", "message_id", F.col("from_node_id").alias("root_node_id"),
+                            F.col("from_message_id").alias("root_message_id"))
+    parents = edges.select(F.col("node_id").alias("_c_node"), F.col("message_id").alias("_c_mid"),
+                           F.col("from_node_id").alias("_p_node"), F.col("from_message_id").alias("_p_mid"))
+    for _ in range(MAX_HOPS):
+        step = resolved.join(parents, (F.col("root_node_id") == F.col("_c_node"))
+                             & (F.col("root_message_id") == F.col("_c_mid")), "left")
+        if step.filter(F.col("_p_node").isNotNull()).limit(1).count() == 0:
+            break
+        resolved = step.select("node_id", "message_id",
+                               F.coalesce("_p_node", "root_node_id").alias("root_node_id"),
+                               F.coalesce("_p_mid", "root_message_id").alias("root_message_id")).localCheckpoint()
+    return resolved
+
+
+def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, produced_in: Column | None = None,
+          report_nodes: list[str] | None = None) -> DataFrame:
+    """One row per delivery produced in ``[since, until)`` (within the
+    snapshot `produced_in`), plus the acknowledgements and redeliveries of
+    messages with no ENQUEUED at all.
+
+    `events`: every event read (the window and after it); `waiting_keys`:
+    node_id, message_id, queue of the stored references; `report_nodes`: the
+    node ids whose stores are in the report (None: treat every target as in).
+    Columns: root_node_id, root_message_id, queue, address, node_id and
+    message_id (where it ended), enqueued_ts, enqueued_events, refs, moves,
+    crossed, acknowledged, first_ack_ts, last_ack_ts, redelivered, status,
+    anomaly, anomalies, fate.
+    """
+    refs = references(events, since, waiting_keys, produced_in)
+    return deliveries(refs, since, until, roots(refs), report_nodes)
+
+
+def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, report_nodes: list[str] | None
+               ) -> DataFrame:
+    col = F.col
+    arrivals = refs.filter(col("from_node_id").isNotNull()).select(
+        col("from_node_id").alias("node_id"), col("from_message_id").alias("message_id"),
+        col("node_id").alias("_target")).distinct()
+    arrived_any = arrivals.select("node_id", "message_id").distinct().withColumn("_arrived_any", F.lit(True))
+    arrived_at = arrivals.withColumn("_arrived_at", F.lit(True))
+
+    is_sf = col("queue").startswith(SF_PREFIX)
+    target = F.substring_index(col("queue"), ".", -1)
+    r = (
+        refs.join(root_map, ["node_id", "message_id"], "left")
+        .withColumn("root_node_id", F.coalesce("root_node_id", "node_id"))
+        .withColumn("root_message_id", F.coalesce("root_message_id", "message_id"))
+        .withColumn("_target", F.when(is_sf, target))
+        .join(arrived_any, ["node_id", "message_id"], "left")
+        .join(arrived_at, ["node_id", "message_id", "_target"], "left")
+        .fillna(False, ["_arrived_any", "_arrived_at"])
+        .filter(~(is_sf & col("_arrived_at")))  # transport: followed into the target's queue
     )
-    ack = F.col("acknowledged")
+    in_report = F.lit(True) if report_nodes is None else col("_target").isin(list(report_nodes))
+    # A stored-and-forwarded reference that never arrived: its "acks" are the target's confirmations.
+    sf_out = is_sf & (col("acks") > 0) & ~in_report
+    consumer_acks = F.when(is_sf, F.lit(0)).otherwise(col("acks"))
+    moved = ~is_sf & (col("end_kind") == REMOVED) & (col("acks") == 0) & (col("waiting") == 0) & col("_arrived_any")
+    r = r.withColumn("_acks", consumer_acks).withColumn("_moved", moved.cast("int")).withColumn(
+        "_out", sf_out.cast("int"))
+
+    is_end_kept = col("end_kind").isNotNull() & (col("_moved") == 0)
+    units = r.groupBy("root_node_id", "root_message_id", "queue").agg(
+        F.count(F.lit(1)).alias("refs"),
+        F.sum("_moved").alias("_moves"),
+        F.sum("enq").alias("_enq"),
+        F.min("enqueued_ts").alias("enqueued_ts"),
+        F.max("enq_in_snapshot").alias("_in"),
+        F.first("address", ignorenulls=True).alias("address"),
+        F.sum("_acks").alias("acknowledged"),
+        F.min(F.when(col("_acks") > 0, col("first_ack_ts"))).alias("first_ack_ts"),
+        F.max(F.when(col("_acks") > 0, col("last_ack_ts"))).alias("last_ack_ts"),
+        F.sum("redelivered").alias("redelivered"),
+        F.max("waiting").alias("waiting"),
+        F.max("_out").alias("_out"),
+        F.max("visible").alias("_visible"),
+        F.coalesce(F.max_by(F.when(is_end_kept, col("end_kind")), F.when(is_end_kept, col("end_ts"))),
+                   F.max_by("end_kind", "end_ts")).alias("_end"),
+        # where it ended: the reference a consumer acknowledged, else the newest one
+        F.coalesce(F.max_by(F.when(col("_acks") > 0, col("node_id")), F.when(col("_acks") > 0, col("last_ack_ts"))),
+                   F.max_by("node_id", F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0)))).alias("node_id"),
+        F.coalesce(F.max_by(F.when(col("_acks") > 0, col("message_id")),
+                            F.when(col("_acks") > 0, col("last_ack_ts"))),
+                   F.max_by("message_id", F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0)))).alias("message_id"),
+        F.max((col("node_id") != col("root_node_id")).cast("int")).alias("_crossed"),
+    )
+    # Every reference removed and followed elsewhere is a move, except that
+    # when all of them were, the last one's REMOVED is how the delivery ended.
+    moves = F.when(col("_moves") >= col("refs"), col("refs") - 1).otherwise(col("_moves"))
+    units = units.withColumn("moves", moves).withColumn("enqueued_events", col("_enq") - col("moves"))
+    produced = (col("_enq") > 0) & (col("enqueued_ts") >= since) & (col("enqueued_ts") < until) & col("_in")
+    orphan = (col("_enq") == 0) & (col("_visible") == 1)
+    units = units.filter(produced | orphan)
+
+    ack = col("acknowledged")
+    fate = (
+        F.when(ack > 0, F.lit(ACKNOWLEDGED))
+        .when(col("_end").isNotNull(), col("_end"))
+        .when(col("waiting") == 1, F.lit(WAITING))
+        .when(col("_out") == 1, F.lit(FORWARDED))
+        .otherwise(F.lit(UNACCOUNTED))
+    )
+    units = units.withColumn("fate", fate)
+    conditions = {
+        ACKNOWLEDGED_WITHOUT_ENQUEUE: (col("_enq") == 0) & (ack > 0),
+        DELIVERED_WITHOUT_ENQUEUE: (col("_enq") == 0) & (col("redelivered") > 0),
+        ACKNOWLEDGED_MORE_THAN_ONCE: ack > 1,
+        ENQUEUED_MORE_THAN_ONCE: col("enqueued_events") > 1,
+        NEVER_ACKNOWLEDGED: (col("_enq") > 0) & (ack == 0) & (col("fate") == UNACCOUNTED),
+    }
+    anomalies = F.array_compact(F.array(*(F.when(cond, F.lit(name)) for name, cond in conditions.items())))
     return (
-        grouped.filter(F.col("enqueued_events") > 0)
-        .withColumn(
-            "status",
-            F.when(ack == 1, F.lit(EXACTLY_ONCE)).when(ack == 0, F.lit(NEVER)).otherwise(F.lit(MORE_THAN_ONCE)),
-        )
-        .withColumn(
-            "fate",
-            F.when(ack > 0, F.lit(ACKNOWLEDGED))
-            .when(F.col("end_kind").isNotNull(), F.col("end_kind"))
-            .when(F.col("waiting") == 1, F.lit(WAITING))
-            .otherwise(F.lit(UNACCOUNTED)),
-        )
-        .drop("end_kind", "waiting")
+        units.withColumn("anomalies", anomalies)
+        .withColumn("anomaly", F.get(col("anomalies"), 0))
+        .withColumn("status", F.when(F.size("anomalies") > 0, F.lit(ANOMALY))
+                    .when(ack == 1, F.lit(EXACTLY_ONCE)).otherwise(F.lit(EXPLAINED)))
+        .withColumn("crossed", col("_crossed") == 1)
+        .select("root_node_id", "root_message_id", "queue", "address", "node_id", "message_id", "enqueued_ts",
+                "enqueued_events", "refs", "moves", "crossed", "acknowledged", "first_ack_ts", "last_ack_ts",
+                "redelivered", "status", "anomaly", "anomalies", "fate")
+    )
+
+
+def bridge_traffic(refs: DataFrame, since: int, until: int) -> DataFrame:
+    """Per node and store-and-forward queue: node_id, cluster_connection,
+    target_node_id, queued (ENQUEUED in the window), forwarded (confirmed by
+    the target), arrived (found in a store of the report), waiting."""
+    col = F.col
+    sf = refs.filter(col("queue").startswith(SF_PREFIX) & (col("enqueued_ts") >= since)
+                     & (col("enqueued_ts") < until))
+    arrivals = refs.filter(col("from_node_id").isNotNull()).select(
+        col("from_node_id").alias("node_id"), col("from_message_id").alias("message_id"),
+        col("node_id").alias("target_node_id")).distinct().withColumn("_arrived", F.lit(1))
+    return (
+        sf.withColumn("target_node_id", F.substring_index(col("queue"), ".", -1))
+        .withColumn("cluster_connection", F.regexp_extract(col("queue"), r"^\$\.meshmq\.sf\.(.*)\.[^.]+$", 1))
+        .join(arrivals, ["node_id", "message_id", "target_node_id"], "left")
+        .groupBy("node_id", "cluster_connection", "target_node_id")
+        .agg(F.sum("enq").alias("queued"), F.sum((col("acks") > 0).cast("long")).alias("forwarded"),
+             F.sum(F.coalesce("_arrived", F.lit(0))).alias("arrived"), F.sum("waiting").alias("waiting"))
     )
 
 
 def offender_sort_key(row: dict) -> tuple:
     """The order of `offenders`, for rows already collected (a cached frame may come back in any order)."""
-    rank = 0 if row["status"] == MORE_THAN_ONCE else 1 if row["fate"] == UNACCOUNTED else 2
-    return (rank, row["node_id"], row["queue"], row["message_id"])
+    return (ANOMALIES.index(row["anomaly"]), row["node_id"], row["queue"], row["message_id"])
 
 
 def offenders(audited: DataFrame) -> DataFrame:
-    """Every reference not acknowledged exactly once, the worst first:
-    MORE_THAN_ONCE, then UNACCOUNTED, then the explained NEVERs."""
-    rank = (
-        F.when(F.col("status") == MORE_THAN_ONCE, 0)
-        .when(F.col("fate") == UNACCOUNTED, 1)
-        .otherwise(2)
-    )
-    return (
-        audited.filter(F.col("status") != EXACTLY_ONCE)
-        .orderBy(rank, "node_id", "queue", "message_id")
-    )
+    """Every anomaly, the worst first (the order of ANOMALIES)."""
+    rank = F.array_position(F.array(*(F.lit(a) for a in ANOMALIES)), F.col("anomaly"))
+    return audited.filter(F.col("status") == ANOMALY).orderBy(rank, "node_id", "queue", "message_id")
 
 
 def summarize(audited: DataFrame) -> dict:
-    """Counts by status, and the NEVERs by fate (every key present)."""
-    rows = audited.groupBy("status", "fate").count().collect()
-    by_status = {EXACTLY_ONCE: 0, NEVER: 0, MORE_THAN_ONCE: 0}
-    never_by_fate = {fate: 0 for fate in FATES}
+    """Counts: produced deliveries, exactly once, explained by fate, anomalies
+    by kind (a delivery with two anomalies counts in both), the verdict."""
+    rows = audited.groupBy("status", "fate", "anomalies", "crossed").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("moves").alias("moves"),
+        F.sum((F.col("enqueued_events") > 0).cast("long")).alias("produced")).collect()
+    explained = {fate.lower(): 0 for fate in FATES if fate != UNACCOUNTED}
+    anomalies = {a.lower(): 0 for a in ANOMALIES}
+    out = {"produced": 0, "exactly_once": 0, "explained": 0, "anomalous": 0, "crossed_nodes": 0, "moves": 0}
     for row in rows:
-        by_status[row["status"]] += int(row["count"])
-        if row["status"] == NEVER:
-            never_by_fate[row["fate"]] += int(row["count"])
-    return {
-        "produced": sum(by_status.values()),
-        "exactly_once": by_status[EXACTLY_ONCE],
-        "never": by_status[NEVER],
-        "more_than_once": by_status[MORE_THAN_ONCE],
-        "never_by_fate": {fate.lower(): n for fate, n in never_by_fate.items()},
-    }
+        n = int(row["n"])
+        out["produced"] += int(row["produced"])
+        out["moves"] += int(row["moves"] or 0)
+        out["crossed_nodes"] += n if row["crossed"] else 0
+        if row["status"] == EXACTLY_ONCE:
+            out["exactly_once"] += n
+        elif row["status"] == EXPLAINED:
+            out["explained"] += n
+            explained[row["fate"].lower()] += n
+        else:
+            out["anomalous"] += n
+            for a in row["anomalies"]:
+                anomalies[a.lower()] += n
+    return {**out, "explained_by_fate": explained, "anomalies": anomalies,
+            "verdict": "red" if out["anomalous"] else "green"}

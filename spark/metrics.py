@@ -51,10 +51,14 @@ def throughput_per_second(win: DataFrame) -> DataFrame:
 
 
 def throughput_by(per_second: DataFrame, keys: list[str], seconds: float) -> DataFrame:
-    """Totals, mean rates over the window and one-second peaks per `keys`."""
+    """Totals, mean rates and one-second peaks per `keys`. Two means, each
+    saying what it divides by: `*_per_window_s` over the whole window
+    (`seconds`, idle time included), `*_per_active_s` over `active_seconds`,
+    the seconds in which the key had at least one enqueue or acknowledgement."""
     per_key_second = per_second.groupBy("second", *keys).agg(
         F.sum("enqueued").alias("enqueued"), F.sum("acknowledged").alias("acknowledged")
     )
+    active = F.col("active_seconds")
     return (
         per_key_second.groupBy(*keys)
         .agg(
@@ -62,9 +66,12 @@ def throughput_by(per_second: DataFrame, keys: list[str], seconds: float) -> Dat
             F.sum("acknowledged").alias("acknowledged"),
             F.max("enqueued").alias("peak_enqueued_per_s"),
             F.max("acknowledged").alias("peak_acknowledged_per_s"),
+            F.count(F.lit(1)).alias("active_seconds"),
         )
-        .withColumn("enqueued_per_s", F.col("enqueued") / F.lit(seconds))
-        .withColumn("acknowledged_per_s", F.col("acknowledged") / F.lit(seconds))
+        .withColumn("enqueued_per_window_s", F.col("enqueued") / F.lit(seconds))
+        .withColumn("acknowledged_per_window_s", F.col("acknowledged") / F.lit(seconds))
+        .withColumn("enqueued_per_active_s", F.col("enqueued") / active)
+        .withColumn("acknowledged_per_active_s", F.col("acknowledged") / active)
     )
 
 
@@ -80,20 +87,81 @@ def messages_by_address(win: DataFrame) -> DataFrame:
     )
 
 
-def throughput_over_time(per_second: DataFrame, bucket_s: int) -> DataFrame:
-    """Per node, enqueued/acknowledged per second averaged over buckets of `bucket_s`."""
-    bucket = (F.floor(F.col("second") / bucket_s) * bucket_s).cast("long")
-    return (
-        per_second.groupBy(bucket.alias("second"), "node_id")
-        .agg(
-            (F.sum("enqueued") / bucket_s).alias("enqueued_per_s"),
-            (F.sum("acknowledged") / bucket_s).alias("acknowledged_per_s"),
-        )
-    )
+#: The series over time, per bucket: what is counted, per second of the bucket.
+SERIES_COUNTS = {"enqueued": ENQUEUED, "acknowledged": ACKNOWLEDGED, "redelivered": DELIVERED,
+                 "expired": EXPIRED, "dead_lettered": DEAD_LETTERED, "removed": REMOVED}
+#: Backlog change an event makes (a reference stored, or one that ends).
+_NET = {ENQUEUED: 1, ACKNOWLEDGED: -1, EXPIRED: -1, DEAD_LETTERED: -1, REMOVED: -1}
+
+
+def over_time(win: DataFrame, since: int, bucket_s: int) -> DataFrame:
+    """Per bucket of `bucket_s` seconds from `since` (bucket = its index) and
+    node_id — and, with node_id NULL, the whole cluster: the event counts of
+    SERIES_COUNTS and the p50/p99 enqueue -> acknowledge latency of the
+    acknowledgements in the bucket (exact). Only buckets with events: the
+    caller fills the idle ones (fill_series)."""
+    bucket = F.floor((F.col("ts") - F.lit(since)) / F.lit(bucket_s * 1000)).cast("long").alias("bucket")
+    latency = F.when(F.col("kind") == ACKNOWLEDGED, F.col("ts") - F.col("message_ts"))
+    counted = win.select(bucket, "node_id", "kind", latency.alias("latency_ms"))
+    aggs = [F.sum(_is(kind)).alias(name) for name, kind in SERIES_COUNTS.items()] + [
+        F.expr("percentile(latency_ms, array(0.5, 0.99))").alias("_p")]
+    per_node = counted.groupBy("bucket", "node_id").agg(*aggs)
+    total = counted.groupBy("bucket").agg(*aggs).withColumn("node_id", F.lit(None).cast("string"))
+    return per_node.unionByName(total).select(
+        "*", F.col("_p")[0].alias("p50_ms"), F.col("_p")[1].alias("p99_ms")).drop("_p")
+
+
+def backlog_changes(events: DataFrame, since: int, until: int, bucket_s: int) -> DataFrame:
+    """bucket, net: how much the stored references grew per bucket (ENQUEUED
+    +1; ACKNOWLEDGED, EXPIRED, DEAD_LETTERED, REMOVED -1), for every event
+    from `since` on; everything at or after `until` in one last bucket."""
+    last = (until - since + bucket_s * 1000 - 1) // (bucket_s * 1000)
+    bucket = F.least(F.floor((F.col("ts") - F.lit(since)) / F.lit(bucket_s * 1000)).cast("long"), F.lit(last))
+    net = F.lit(0)
+    for kind, change in _NET.items():
+        net = F.when(F.col("kind") == kind, F.lit(change)).otherwise(net)
+    return (events.filter((F.col("ts") >= since) & F.col("kind").isin(*_NET))
+            .groupBy(bucket.alias("bucket")).agg(F.sum(net).alias("net")))
+
+
+def fill_series(rows: list[dict], changes: list[dict], backlog_now: int, since: int, until: int, bucket_s: int,
+                node_names: dict[str, str]) -> dict:
+    """The charts' series (pure): one value per bucket of the whole window,
+    idle buckets included — a rate is 0 there, a latency None (no
+    acknowledgement to measure). Rates are per second (count / bucket_s).
+    The backlog at the end of each bucket is worked back from `backlog_now`
+    (the references stored when the report read the queues) through the
+    changes after it.
+
+    rows: over_time rows (bucket, node_id or None, counts, p50_ms, p99_ms);
+    changes: backlog_changes rows (bucket, net)."""
+    n = max(1, -(-(until - since) // (bucket_s * 1000)))
+    t = [since // 1000 + i * bucket_s for i in range(n)]
+
+    def series(keyed: dict[int, dict]) -> dict:
+        out = {f"{name}_per_s": [keyed[i][name] / bucket_s if i in keyed else 0.0 for i in range(n)]
+               for name in SERIES_COUNTS}
+        for p in ("p50_ms", "p99_ms"):
+            out[p] = [keyed[i][p] if i in keyed else None for i in range(n)]
+        return out
+
+    by_node: dict[str | None, dict[int, dict]] = {}
+    for r in rows:
+        if 0 <= r["bucket"] < n:
+            by_node.setdefault(r["node_id"], {})[r["bucket"]] = r
+    total = series(by_node.pop(None, {}))
+    net = {r["bucket"]: r["net"] for r in changes}
+    backlog, level = [0] * n, backlog_now
+    for i in range(n - 1, -1, -1):
+        level -= net.get(i + 1, 0) if i + 1 < n else sum(v for b, v in net.items() if b >= n)
+        backlog[i] = level
+    total["backlog"] = backlog
+    nodes = {node_names.get(node, node): series(keyed) for node, keyed in sorted(by_node.items())}
+    return {"bucket_s": bucket_s, "t": t, "total": total, "nodes": nodes}
 
 
 def chart_bucket_seconds(seconds: float, points: int = 600) -> int:
-    """Bucket width for the throughput chart: at most `points` buckets, whole seconds."""
+    """Bucket width for the charts: at most `points` buckets, whole seconds."""
     return max(1, math.ceil(seconds / points))
 
 
@@ -119,6 +187,10 @@ def latency_by_address(win: DataFrame) -> DataFrame:
     """Enqueue -> acknowledge latency (ACKNOWLEDGED ts - message_ts) per address,
     exact percentiles (linear interpolation between ranks)."""
     return _latency_stats(_acks_with_latency(win).groupBy("address"))
+
+
+def latency_by_node(win: DataFrame) -> DataFrame:
+    return _latency_stats(_acks_with_latency(win).groupBy("node_id"))
 
 
 def latency_overall(win: DataFrame) -> DataFrame:

@@ -7,12 +7,14 @@ Output directory layout:
 
     summary.json            every figure below, offenders (up to a limit)
     report.html             one self-contained page (charts embedded)
-    charts/*.png            throughput.png, latency.png, distribution.png
+    charts/*.png            throughput.png, latency_over_time.png, activity.png,
+                            latency.png, distribution.png
     parquet/<table>/        throughput_per_second, throughput_by_address,
                             throughput_by_node, latency_by_address,
                             latency_histogram, distribution_by_node,
                             distribution_by_address, backlog, ends_by_queue,
-                            audit, audit_offenders
+                            latency_by_node, audit, audit_offenders,
+                            bridge_traffic, message_ends
     spark.log               the JVM's output (when the CLI started Spark)
 """
 
@@ -135,6 +137,8 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
 
     step("latency")
     latency_rows = tables.write_collect("latency_by_address", metrics.latency_by_address(win), sort=("address",))
+    latency_node_rows = tables.write_collect(
+        "latency_by_node", metrics.latency_by_node(win).join(nodes_df, "node_id", "left"), sort=("node_name",))
     overall = metrics.latency_overall(win).collect()[0].asDict()
     histogram = tables.write("latency_histogram", metrics.latency_histogram(win))
     histogram_all = _rows(histogram.groupBy("bin", "lower_ms", "upper_ms").agg(F.sum("count").alias("count")), ("bin",))
@@ -151,27 +155,52 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     ends_rows = tables.write_collect("ends_by_queue", metrics.ends_by_queue(win), sort=("address", "queue"))
 
     step("exactly-once audit")
+    names = {n.node_id: n.node_name for n in nodes}
     waiting_keys = waiting.join(queues.select("node_id", "queue_id", "queue"), ["node_id", "queue_id"])
-    audited = audit_mod.audit(events, since, until, waiting_keys, produced_in=snapshot_condition(nodes))
+    refs = audit_mod.references(events, since, waiting_keys, produced_in=snapshot_condition(nodes))
+    refs = refs.persist(StorageLevel.MEMORY_AND_DISK)
+    audited = audit_mod.deliveries(refs, since, until, audit_mod.roots(refs), list(names))
     audited = audited.persist(StorageLevel.MEMORY_AND_DISK)
     tables.write("audit", audited, small=False)
     audit_summary = audit_mod.summarize(audited)
     # Join first, then order: a join reshuffles rows, so ordering before it would be lost.
     offenders = tables.write("audit_offenders", audit_mod.offenders(audited.join(nodes_df, "node_id", "left")))
-    offenders_total = audit_summary["produced"] - audit_summary["exactly_once"]
     offender_rows = sorted(
         (r.asDict() for r in offenders.limit(offenders_limit).collect()), key=audit_mod.offender_sort_key
     )
+    bridge_rows = tables.write_collect("bridge_traffic", audit_mod.bridge_traffic(refs, since, until),
+                                       sort=("node_id", "cluster_connection", "target_node_id"))
+    for r in bridge_rows:
+        r["node_name"], r["target_node_name"] = names.get(r["node_id"], r["node_id"]), names.get(r["target_node_id"])
+    end_rows = tables.write_collect("message_ends", audited.groupBy(
+        F.col("root_node_id").alias("produced_on"), F.col("node_id").alias("ended_on"), "fate").count(),
+        sort=("produced_on", "ended_on", "fate"))
+    for r in end_rows:
+        r["produced_on_name"] = names.get(r["produced_on"], r["produced_on"])
+        r["ended_on_name"] = names.get(r["ended_on"], r["ended_on"])
 
     step("charts and HTML")
     bucket = metrics.chart_bucket_seconds(seconds)
-    points = _rows(metrics.throughput_over_time(per_second, bucket).join(nodes_df, "node_id", "left"), ("second",))
+    series_rows = _rows(metrics.over_time(win, since, bucket))
+    changes = _rows(metrics.backlog_changes(events.filter(snapshot_condition(nodes)), since, until, bucket))
+    backlog_now = sum(r["messages"] for r in backlog_rows)
+    timeseries = metrics.fill_series(series_rows, changes, backlog_now, since, until, bucket, names)
+    active_seconds = per_second.select("second").distinct().count()
+    rates = {
+        "window_seconds": seconds, "active_seconds": active_seconds,
+        **{f"{k}_per_window_s": totals[k] / seconds for k in ("enqueued", "acknowledged")},
+        **{f"{k}_per_active_s": (totals[k] / active_seconds if active_seconds else 0.0)
+           for k in ("enqueued", "acknowledged")},
+    }
     chart_dir = out / "charts"
-    chart_paths = {
-        "throughput": charts.throughput_chart(points, bucket, chart_dir / "throughput.png"),
-        "latency": charts.latency_chart(histogram_all, overall, latency_rows, chart_dir / "latency.png"),
+    drawn = {
+        "throughput": charts.throughput_chart(timeseries, chart_dir / "throughput.png"),
+        "latency_over_time": charts.latency_over_time_chart(timeseries, chart_dir / "latency_over_time.png"),
+        "activity": charts.activity_chart(timeseries, chart_dir / "activity.png"),
+        "latency": charts.latency_chart(histogram_all, overall, latency_node_rows, chart_dir / "latency.png"),
         "distribution": charts.distribution_chart(per_node_rows, chart_dir / "distribution.png"),
     }
+    chart_paths = {k: c.path for k, c in drawn.items()}
 
     node_figures = {r["node_id"]: r for r in by_node_rows}
     summary = {
@@ -182,7 +211,8 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
             {
                 "node_name": n.node_name, "node_id": n.node_id, "store": n.display, "events": n.events,
                 **{k: node_figures.get(n.node_id, {}).get(k, 0) for k in
-                   ("enqueued", "acknowledged", "enqueued_per_s", "acknowledged_per_s",
+                   ("enqueued", "acknowledged", "active_seconds", "enqueued_per_window_s",
+                    "acknowledged_per_window_s", "enqueued_per_active_s", "acknowledged_per_active_s",
                     "peak_enqueued_per_s", "peak_acknowledged_per_s")},
             }
             for n in nodes
@@ -190,17 +220,23 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
         "events_read": events_read,
         "events_in_window": in_window,
         "totals": totals,
+        "rates": rates,
         "throughput": {"by_address": by_address_rows, "by_node": by_node_rows},
-        "latency_ms": {"all": overall if overall.get("count") else None, "by_address": latency_rows},
+        "latency_ms": {"all": overall if overall.get("count") else None, "by_address": latency_rows,
+                       "by_node": latency_node_rows},
         "distribution": _distribution_summary(per_address_rows, per_node_rows),
         "backlog": backlog_rows,
         "ends": ends_rows,
-        "audit": {**audit_summary, "offenders_total": offenders_total, "offenders": offender_rows},
+        "audit": {**audit_summary, "offenders_total": audit_summary["anomalous"], "offenders": offender_rows},
+        "bridges": bridge_rows,
+        "message_ends": end_rows,
+        "timeseries": timeseries,
+        "charts": {k: {"path": str(c.path), "series": c.series} for k, c in drawn.items()},
         "partitions": partitions,
         "notes": notes,
     }
     tables.release()
-    for frame in (audited, waiting, queues, events):
+    for frame in (audited, refs, waiting, queues, events):
         frame.unpersist()
     summary["elapsed_s"] = round(time.monotonic() - started, 3)
     summary["outputs"] = {

@@ -16,13 +16,13 @@ from spark import jdbc
 from spark.errors import AnalyticsError, explain
 from spark.jdbc import Store
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 #: What the report reads, per table (docs/journal-schema.md).
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "node_state": ("key", "value"),
     "events": ("event_id", "node_id", "kind", "ts", "address", "queue", "message_id", "size", "delivery_count",
-               "message_ts"),
+               "message_ts", "from_node_id", "from_message_id"),
     "queues": ("queue_id", "name", "address"),
     "messages": ("message_id", "size", "timestamp", "queue_id"),
     "message_refs": ("queue_id", "message_id"),
@@ -31,11 +31,11 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 
 EVENT_SCHEMA = (
     "event_id BIGINT, node_id STRING, kind STRING, ts BIGINT, address STRING, queue STRING, "
-    "message_id BIGINT, size BIGINT, delivery_count INT, message_ts BIGINT"
+    "message_id BIGINT, size BIGINT, delivery_count INT, message_ts BIGINT, from_node_id STRING, from_message_id BIGINT"
 )
 _EVENT_SELECT = (
     'SELECT "event_id", "node_id", "kind", "ts", "address", "queue", "message_id", "size", "delivery_count", '
-    '"message_ts" FROM events'
+    '"message_ts", "from_node_id", "from_message_id" FROM events'
 )
 
 _CATALOG_SQL = {

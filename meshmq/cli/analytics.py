@@ -181,13 +181,14 @@ def _print_summary(s: dict) -> None:
                    f"max {lat['max_ms']:,} ms")
     waiting = sum(b["messages"] for b in s["backlog"])
     click.echo(f"  backlog  {waiting:,} message(s) waiting in {sum(1 for b in s['backlog'] if b['messages'])} queue(s)")
-    nf = a["never_by_fate"]
-    click.echo(f"  audit    {a['produced']:,} produced: {a['exactly_once']:,} acknowledged exactly once, "
-               f"{a['more_than_once']:,} more than once, {a['never']:,} never ({nf['unaccounted']:,} unaccounted)")
+    anomalies = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in a["anomalies"].items() if n)
+    click.echo(f"  audit    {a['verdict'].upper()}: {a['produced']:,} produced, {a['exactly_once']:,} acknowledged "
+               f"exactly once, {a['explained']:,} explained, {a['anomalous']:,} anomalous"
+               + (f" ({anomalies})" if anomalies else ""))
     for note in s.get("notes", []):
         click.secho(f"  note: {note}", fg="yellow")
     click.echo(f"  done in {s['elapsed_s']:.1f} s ({s['partitions']} JDBC partition(s) per store)")
 
 
-if __name__ == "__main__":  # usable before it is wired into `meshmq`: python -m meshmq.cli.analytics report ...
+if __name__ == "__main__":  # `meshmq analytics report ...` is the same command
     analytics()

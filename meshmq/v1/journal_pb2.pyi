@@ -155,7 +155,7 @@ class LargeMessageChunk(_message.Message):
     def __init__(self, message_id: _Optional[int] = ..., seq: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("timestamp", "kind", "address", "queue", "message_id", "size", "delivery_count", "message_timestamp")
+    __slots__ = ("timestamp", "kind", "address", "queue", "message_id", "size", "delivery_count", "message_timestamp", "from_node_id", "from_message_id")
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -164,6 +164,8 @@ class Event(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     timestamp: int
     kind: EventKind
     address: str
@@ -172,7 +174,9 @@ class Event(_message.Message):
     size: int
     delivery_count: int
     message_timestamp: int
-    def __init__(self, timestamp: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., address: _Optional[str] = ..., queue: _Optional[str] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., message_timestamp: _Optional[int] = ...) -> None: ...
+    from_node_id: str
+    from_message_id: int
+    def __init__(self, timestamp: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., address: _Optional[str] = ..., queue: _Optional[str] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., message_timestamp: _Optional[int] = ..., from_node_id: _Optional[str] = ..., from_message_id: _Optional[int] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
     __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages", "add_paged", "delete_paged", "update_paged_delivery_counts", "purge_paged")

@@ -28,7 +28,10 @@ from sqlalchemy import (
 # Version 1 stores are migrated at open (store.py).
 # 3: paged_messages, one row per (queue, message) a full address pages
 # instead of holding in memory; a version 2 store only gains the table.
-SCHEMA_VERSION = 3
+# 4: events.from_node_id / from_message_id: on the ENQUEUED of a message
+# another node forwarded here, where it came from (analytics follows a
+# message across the cluster by it); older stores gain the two columns.
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -133,6 +136,10 @@ events = Table(
     Column("size", BigInteger, nullable=False),
     Column("delivery_count", Integer, nullable=False),
     Column("message_ts", BigInteger, nullable=False),
+    # Set on the ENQUEUED of a forwarded message only (bridge, redistribution,
+    # scale-down): the sending node and the message's id there.
+    Column("from_node_id", String(64), nullable=True),
+    Column("from_message_id", BigInteger, nullable=True),
 )
 Index("events_ts", events.c.ts)
 

@@ -244,11 +244,13 @@ class JournalStore:
                 self._migrate_from_v1(conn)
             elif version is not None and int(version) == 2:
                 log.info("journal store %s: schema version 2 -> 3 (adds paged_messages)", describe_url(self.url))
-            elif version is not None and int(version) != s.SCHEMA_VERSION:
+            elif version is not None and int(version) not in (3, s.SCHEMA_VERSION):
                 raise StoreError(
                     f"journal store {describe_url(self.url)} has schema version {version}; "
                     f"this meshmq uses version {s.SCHEMA_VERSION}. Migrate or use a new store."
                 )
+            if version is not None and int(version) < 4:
+                self._add_event_origin(conn)
         s.metadata.create_all(conn)
 
     def _migrate_from_v1(self, conn: Connection) -> None:
@@ -263,6 +265,18 @@ class JournalStore:
             conn.exec_driver_sql(f"INSERT INTO messages ({cols}) SELECT {cols} FROM messages_v1")
             conn.exec_driver_sql("DROP TABLE messages_v1")
         log.info("journal store %s migrated from schema version 1 to %d", describe_url(self.url), s.SCHEMA_VERSION)
+
+    def _add_event_origin(self, conn: Connection) -> None:
+        """Version 3 (or older, after their own steps) -> 4: events gain
+        from_node_id / from_message_id, NULL on every existing row."""
+        if not inspect(conn).has_table("events"):
+            return
+        have = {c["name"] for c in inspect(conn).get_columns("events")}
+        for column, sql_type in (("from_node_id", "VARCHAR(64)"), ("from_message_id", "BIGINT")):
+            if column not in have:
+                conn.exec_driver_sql(f"ALTER TABLE events ADD COLUMN {column} {sql_type}")
+        log.info("journal store %s: schema version -> 4 (events record where a forwarded message came from)",
+                 describe_url(self.url))
 
     def _put(self, conn: Connection, key: str, value: str) -> None:
         done = conn.execute(update(s.node_state).where(s.node_state.c.key == key).values(value=value))
@@ -298,7 +312,7 @@ class JournalStore:
                                   "delivery_count", "data"),
             "add_ref": values(s.message_refs, "queue_id", "message_id", "delivery_count"),
             "add_event": values(s.events, "node_id", "kind", "ts", "address", "queue", "message_id", "size",
-                                "delivery_count", "message_ts"),
+                                "delivery_count", "message_ts", "from_node_id", "from_message_id"),
             "del_message": in_list("DELETE FROM {messages} WHERE {message_id}"),
             "del_ref": in_list("DELETE FROM {message_refs} WHERE {queue_id} = ? AND {message_id}"),
             "add_paged": values(s.paged_messages, "queue_id", "message_id", "size", "timestamp", "delivery_count",
@@ -539,7 +553,7 @@ class JournalStore:
         kinds = s.EVENT_KIND_NAMES
         rows = [
             (node, kinds.get(e.kind, "UNKNOWN"), e.timestamp, e.address, e.queue, e.message_id, e.size,
-             e.delivery_count, e.message_timestamp)
+             e.delivery_count, e.message_timestamp, e.from_node_id or None, e.from_message_id or None)
             for r in reqs
             for e in r.events
         ]

@@ -657,10 +657,7 @@ class Broker:
             if persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
-                batch.events.add(
-                    timestamp=now, kind=ENQUEUED, address=msg.address, queue=q.name, message_id=msg.id,
-                    size=msg.size, message_timestamp=msg.timestamp,
-                )
+                _enqueued_event(batch, now, msg, q.name)
         if queues:  # in memory from now: a full address must see what is on its way in
             msg.refs += len(queues)
             held = msg.size * len(queues)
@@ -671,10 +668,7 @@ class Broker:
             data = msg.proto.SerializeToString()
             for q in paged:
                 batch.add_paged.add(queue_id=q.id, message_id=msg.id, size=msg.size, timestamp=msg.timestamp, data=data)
-                batch.events.add(
-                    timestamp=now, kind=ENQUEUED, address=msg.address, queue=q.name, message_id=msg.id,
-                    size=msg.size, message_timestamp=msg.timestamp,
-                )
+                _enqueued_event(batch, now, msg, q.name)
                 ref = Ref(msg, q, 0, True)
                 ref.paged = True  # a placeholder until the commit: enqueue counts it into the page
                 q.incoming += 1
@@ -770,6 +764,8 @@ class Broker:
             proto.message_id = self.next_message_id()
             proto.properties[ROUTE_TO].string_value = ROUTE_SEP.join(keys)
             copy = ServerMessage(proto, msg.size)
+            if msg.persisted:  # the original is in the log (redistribution, scale-down, local queues too): link them
+                copy.origin = (self.node_id, msg.id)
             if msg.large:
                 self.copy_large_body(msg, copy)
             refs.extend(self.stage(copy, [sf]))
@@ -984,3 +980,11 @@ class Broker:
                 self.expire(ref)
                 expired += 1
         return expired
+
+
+def _enqueued_event(batch, now: int, msg: ServerMessage, queue: str) -> None:
+    """The ENQUEUED event of one stored reference; a forwarded message's names where it came from."""
+    e = batch.events.add(timestamp=now, kind=ENQUEUED, address=msg.address, queue=queue, message_id=msg.id,
+                         size=msg.size, message_timestamp=msg.timestamp)
+    if msg.origin is not None:
+        e.from_node_id, e.from_message_id = msg.origin

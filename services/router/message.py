@@ -29,6 +29,7 @@ class ServerMessage:
         "inline",
         "chunks",
         "forwards",
+        "origin",
         "_props",
     )
 
@@ -52,6 +53,9 @@ class ServerMessage:
         # A large message's body when it is held in memory instead of the
         # journal (persistence-enabled: false); None otherwise.
         self.chunks: list[bytes] | None = None
+        # (node id, message id) on the node that forwarded it here (links only):
+        # written on its ENQUEUED events so analytics can follow it across nodes.
+        self.origin: tuple[str, int] | None = None
         # Set by cluster routing: the links that get a copy, each with the
         # bindings ("node_id/queue") it was routed to there (Broker.stage copies it).
         self.forwards: dict | None = None

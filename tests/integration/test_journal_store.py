@@ -127,7 +127,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     _make_v1_store(store_url)
     st = JournalStore(store_url)
     opened = st.open("n")
-    assert opened.schema_version == 3 and opened.node_id == "v1-node" and opened.epoch == 3
+    assert opened.schema_version == 4 and opened.node_id == "v1-node" and opened.epoch == 3
     pages = list(st.load_pages())
     assert [(m.message_id, m.queue_id, m.delivery_count, m.data) for p in pages for m in p.messages] == [
         (7, 1, 2, b"one"),
@@ -136,7 +136,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     assert [(f.queue_id, f.message_id, f.delivery_count) for p in pages for f in p.refs] == [(1, 8, 0), (2, 8, 1)]
     with st.engine.connect() as conn:
         assert [ix["name"] for ix in inspect(conn).get_indexes("messages")] == []
-        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "3"
+        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "4"
         if st.engine.dialect.name == "sqlite":
             # message_id is the rowid now: no separate primary-key index
             assert conn.exec_driver_sql("PRAGMA index_list(messages)").all() == []
@@ -147,7 +147,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     st.close()
     # and a second open finds version 2 and leaves it alone
     again = JournalStore(store_url)
-    assert again.open("n").schema_version == 3 and again.count("messages") == 2
+    assert again.open("n").schema_version == 4 and again.count("messages") == 2
     again.close()
 
 
@@ -197,7 +197,8 @@ def _interleaved_requests(epoch: int) -> list[jpb.AppendRequest]:
     f.add_queues.add(queue_id=3, name="q2", address="addr", routing_type=2)
     g.add_messages.add(message_id=13, data=b"thirteen", address="addr", size=8, timestamp=3, queue_id=3)
     g.delete_duplicate_ids.add(address="addr", duplicate_id="y", position=2)
-    g.events.add(timestamp=7, kind=jpb.ENQUEUED, address="addr", queue="q2", message_id=13, size=8, message_timestamp=3)
+    g.events.add(timestamp=7, kind=jpb.ENQUEUED, address="addr", queue="q2", message_id=13, size=8, message_timestamp=3,
+                 from_node_id="other-node", from_message_id=99)  # forwarded here: where it came from is kept
     return reqs
 
 
@@ -205,6 +206,7 @@ def test_a_group_of_requests_stores_what_applying_them_one_by_one_stores(store_u
     together, epoch = activated(store_url)
     assert all(r.ok for r in together.apply(_interleaved_requests(epoch)))
     grouped = _table_contents(together)
+    assert [e[-2:] for e in grouped["events"]] == [(None, None), (None, None), ("other-node", 99)]
     together.close()
     if "sqlite" in store_url:
         other_url = f"sqlite:///{tmp_path}/one-by-one.db"

@@ -6,63 +6,92 @@ import pytest
 
 from spark import audit
 from spark.metrics import ACKNOWLEDGED as ACK
-from spark.metrics import DEAD_LETTERED, ENQUEUED, EXPIRED, REMOVED
+from spark.metrics import DEAD_LETTERED, DELIVERED, ENQUEUED, EXPIRED, REMOVED
 from tests.spark.frames import ev, events_frame
 
 pytestmark = pytest.mark.integration
 
 T0 = 1_800_000_000_000
 WAITING_SCHEMA = "node_id STRING, message_id BIGINT, queue STRING"
+SF_TO_B = "$.meshmq.sf.cc.nB"
 
 
-def run(spark, events, waiting=(), since=T0, until=T0 + 10_000):
+def run(spark, events, waiting=(), since=T0, until=T0 + 10_000, report_nodes=None):
     frame = events_frame(spark, events)
-    audited = audit.audit(frame, since, until, spark.createDataFrame(list(waiting), WAITING_SCHEMA))
-    return {(r["node_id"], r["message_id"], r["queue"]): r.asDict() for r in audited.collect()}, audited
+    audited = audit.audit(frame, since, until, spark.createDataFrame(list(waiting), WAITING_SCHEMA),
+                          report_nodes=report_nodes)
+    rows = {(r["root_node_id"], r["root_message_id"], r["queue"]): r.asDict() for r in audited.collect()}
+    return rows, audited
 
 
-def test_each_produced_reference_gets_a_status_and_a_fate(spark_session):
+def classes(rows: dict) -> dict:
+    return {k[1]: (r["status"], r["anomaly"], r["fate"]) for k, r in rows.items()}
+
+
+def test_every_kind_of_anomaly_and_every_explained_state(spark_session):
     events = [
-        ev(ENQUEUED, T0, mid=1), ev(ACK, T0 + 5, mid=1),                                  # exactly once
-        ev(ENQUEUED, T0, mid=2), ev(ACK, T0 + 5, mid=2), ev(ACK, T0 + 6, mid=2),          # twice
-        ev(ENQUEUED, T0, mid=3),                                                          # waiting
-        ev(ENQUEUED, T0, mid=4), ev(EXPIRED, T0 + 9, mid=4),                              # expired
-        ev(ENQUEUED, T0, mid=5), ev(DEAD_LETTERED, T0 + 9, mid=5),                        # dead-lettered
-        ev(ENQUEUED, T0, mid=6), ev(REMOVED, T0 + 9, mid=6),                              # removed
-        ev(ENQUEUED, T0, mid=7),                                                          # unaccounted
+        ev(ENQUEUED, T0, mid=1), ev(ACK, T0 + 5, mid=1, count=1),                       # exactly once
+        ev(ENQUEUED, T0, mid=2), ev(ACK, T0 + 5, mid=2), ev(ACK, T0 + 6, mid=2),        # acknowledged twice
+        ev(ENQUEUED, T0, mid=3), ev(ENQUEUED, T0, mid=3), ev(ACK, T0 + 5, mid=3),       # enqueued twice
+        ev(ACK, T0 + 5, mid=4, message_ts=T0 + 1),                                      # ack, no enqueue
+        ev(DELIVERED, T0 + 5, mid=5, count=2, message_ts=T0 + 1),                       # delivered, no enqueue
+        ev(ENQUEUED, T0, mid=6),                                                        # never, not waiting
+        ev(ENQUEUED, T0, mid=7),                                                        # waiting
+        ev(ENQUEUED, T0, mid=8), ev(EXPIRED, T0 + 9, mid=8),
+        ev(ENQUEUED, T0, mid=9), ev(DEAD_LETTERED, T0 + 9, mid=9),
+        ev(ENQUEUED, T0, mid=10), ev(REMOVED, T0 + 9, mid=10),                          # purged by an operator
+        ev(ENQUEUED, T0, mid=11), ev(DELIVERED, T0 + 3, mid=11, count=2), ev(ACK, T0 + 4, mid=11, count=2),
+        # an ack of a message accepted before the window: its ENQUEUED was not read, no anomaly
+        ev(ACK, T0 + 5, mid=12, message_ts=T0 - 1000),
     ]
-    got, audited = run(spark_session, events, waiting=[("n1", 3, "a")])
-    assert {k[1]: (r["acknowledged"], r["status"], r["fate"]) for k, r in got.items()} == {
-        1: (1, "EXACTLY_ONCE", "ACKNOWLEDGED"),
-        2: (2, "MORE_THAN_ONCE", "ACKNOWLEDGED"),
-        3: (0, "NEVER", "WAITING"),
-        4: (0, "NEVER", "EXPIRED"),
-        5: (0, "NEVER", "DEAD_LETTERED"),
-        6: (0, "NEVER", "REMOVED"),
-        7: (0, "NEVER", "UNACCOUNTED"),
+    rows, audited = run(spark_session, events, waiting=[("n1", 7, "a")])
+    assert classes(rows) == {
+        1: ("EXACTLY_ONCE", None, "ACKNOWLEDGED"),
+        2: ("ANOMALY", "ACKNOWLEDGED_MORE_THAN_ONCE", "ACKNOWLEDGED"),
+        3: ("ANOMALY", "ENQUEUED_MORE_THAN_ONCE", "ACKNOWLEDGED"),
+        4: ("ANOMALY", "ACKNOWLEDGED_WITHOUT_ENQUEUE", "ACKNOWLEDGED"),
+        5: ("ANOMALY", "DELIVERED_WITHOUT_ENQUEUE", "UNACCOUNTED"),
+        6: ("ANOMALY", "NEVER_ACKNOWLEDGED", "UNACCOUNTED"),
+        7: ("EXPLAINED", None, "WAITING"),
+        8: ("EXPLAINED", None, "EXPIRED"),
+        9: ("EXPLAINED", None, "DEAD_LETTERED"),
+        10: ("EXPLAINED", None, "REMOVED"),
+        11: ("EXACTLY_ONCE", None, "ACKNOWLEDGED"),
     }
-    assert audit.summarize(audited) == {
-        "produced": 7, "exactly_once": 1, "never": 5, "more_than_once": 1,
-        "never_by_fate": {"expired": 1, "dead_lettered": 1, "removed": 1, "waiting": 1, "unaccounted": 1},
+    assert rows["n1", 11, "a"]["redelivered"] == 1
+    s = audit.summarize(audited)
+    assert s == {
+        "produced": 9, "exactly_once": 2, "explained": 4, "anomalous": 5, "crossed_nodes": 0, "moves": 0,
+        "explained_by_fate": {"waiting": 1, "expired": 1, "dead_lettered": 1, "removed": 1, "forwarded": 0},
+        "anomalies": {"acknowledged_without_enqueue": 1, "delivered_without_enqueue": 1,
+                      "acknowledged_more_than_once": 1, "enqueued_more_than_once": 1, "never_acknowledged": 1},
+        "verdict": "red",
     }
-    worst_first = [(r["message_id"], r["status"], r["fate"]) for r in audit.offenders(audited).collect()]
-    assert worst_first[:2] == [(2, "MORE_THAN_ONCE", "ACKNOWLEDGED"), (7, "NEVER", "UNACCOUNTED")]
-    assert sorted(m for m, _, _ in worst_first[2:]) == [3, 4, 5, 6]
+    # offenders are the anomalies only, the worst first
+    assert [r["message_id"] for r in audit.offenders(audited).collect()] == [4, 5, 2, 3, 6]
 
 
-def test_the_key_is_node_message_and_queue(spark_session):
+def test_explained_states_alone_leave_the_verdict_green(spark_session):
+    events = [ev(ENQUEUED, T0, mid=1), ev(ACK, T0 + 1, mid=1), ev(ENQUEUED, T0, mid=2), ev(EXPIRED, T0 + 2, mid=2),
+              ev(ENQUEUED, T0, mid=3)]
+    _, audited = run(spark_session, events, waiting=[("n1", 3, "a")])
+    s = audit.summarize(audited)
+    assert (s["verdict"], s["anomalous"], s["explained"], s["exactly_once"]) == ("green", 0, 2, 1)
+
+
+def test_the_key_is_the_message_and_its_queue(spark_session):
     events = [
-        # one multicast message on two queues: each reference needs its own ack
+        # one multicast message on two queues: each delivery needs its own ack
         ev(ENQUEUED, T0, mid=1, queue="s1"), ev(ENQUEUED, T0, mid=1, queue="s2"), ev(ACK, T0 + 1, mid=1, queue="s1"),
         # the same message id on another node is another message
         ev(ENQUEUED, T0, node="n2", mid=1, queue="s1"), ev(ACK, T0 + 1, node="n2", mid=1, queue="s1"),
         ev(ACK, T0 + 2, node="n2", mid=1, queue="s1"),
     ]
-    got, _ = run(spark_session, events)
-    assert {k: r["status"] for k, r in got.items()} == {
-        ("n1", 1, "s1"): "EXACTLY_ONCE",
-        ("n1", 1, "s2"): "NEVER",
-        ("n2", 1, "s1"): "MORE_THAN_ONCE",
+    rows, _ = run(spark_session, events)
+    assert {k: (r["status"], r["anomaly"], r["fate"]) for k, r in rows.items()} == {
+        ("n1", 1, "s1"): ("EXACTLY_ONCE", None, "ACKNOWLEDGED"),
+        ("n1", 1, "s2"): ("ANOMALY", "NEVER_ACKNOWLEDGED", "UNACCOUNTED"),
+        ("n2", 1, "s1"): ("ANOMALY", "ACKNOWLEDGED_MORE_THAN_ONCE", "ACKNOWLEDGED"),
     }
 
 
@@ -72,7 +101,91 @@ def test_acks_after_the_window_count_and_messages_enqueued_outside_it_are_not_au
         ev(ENQUEUED, T0 + 999, mid=1), ev(ACK, T0 + 5000, mid=1),   # acked after --until: still exactly once
         ev(ENQUEUED, T0 - 1, mid=2), ev(ACK, T0 + 10, mid=2),        # produced before --since: not audited
     ]
-    got, _ = run(spark_session, events, until=until)
-    assert list(got) == [("n1", 1, "a")]
-    assert got["n1", 1, "a"]["status"] == "EXACTLY_ONCE"
-    assert got["n1", 1, "a"]["last_ack_ts"] == T0 + 5000
+    rows, _ = run(spark_session, events, until=until)
+    assert list(rows) == [("n1", 1, "a")]
+    assert rows["n1", 1, "a"]["status"] == "EXACTLY_ONCE"
+    assert rows["n1", 1, "a"]["last_ack_ts"] == T0 + 5000
+
+
+def forwarded(mid_a: int, mid_b: int, *, acks: int = 1, queue: str = "orders") -> list[tuple]:
+    """Produced on nA, stored for nB, confirmed by nB, stored there with its origin, acknowledged."""
+    return [
+        ev(ENQUEUED, T0, node="nA", mid=mid_a, address="orders", queue=SF_TO_B),
+        ev(ACK, T0 + 2, node="nA", mid=mid_a, address="orders", queue=SF_TO_B),
+        ev(ENQUEUED, T0 + 1, node="nB", mid=mid_b, address="orders", queue=queue, came_from=("nA", mid_a)),
+        *[ev(ACK, T0 + 3 + i, node="nB", mid=mid_b, address="orders", queue=queue) for i in range(acks)],
+    ]
+
+
+def test_a_forwarded_message_is_one_delivery_acknowledged_once(spark_session):
+    rows, audited = run(spark_session, forwarded(1, 501) + forwarded(2, 502), report_nodes=["nA", "nB"])
+    assert {k: (r["status"], r["node_id"], r["message_id"], r["crossed"]) for k, r in rows.items()} == {
+        ("nA", 1, "orders"): ("EXACTLY_ONCE", "nB", 501, True),
+        ("nA", 2, "orders"): ("EXACTLY_ONCE", "nB", 502, True),
+    }
+    s = audit.summarize(audited)
+    assert (s["produced"], s["exactly_once"], s["crossed_nodes"], s["verdict"]) == (2, 2, 2, "green")
+
+
+def test_a_message_forwarded_twice_and_delivered_twice_is_flagged(spark_session):
+    twice = forwarded(1, 501) + [
+        ev(ENQUEUED, T0 + 5, node="nB", mid=777, address="orders", queue="orders", came_from=("nA", 1)),
+        ev(ACK, T0 + 6, node="nB", mid=777, address="orders", queue="orders"),
+    ]
+    rows, _ = run(spark_session, twice, report_nodes=["nA", "nB"])
+    row = rows["nA", 1, "orders"]
+    assert (row["status"], row["anomalies"], row["enqueued_events"], row["acknowledged"]) == (
+        "ANOMALY", ["ACKNOWLEDGED_MORE_THAN_ONCE", "ENQUEUED_MORE_THAN_ONCE"], 2, 2)
+
+
+def test_forwards_that_never_arrived(spark_session):
+    events = [
+        # confirmed by nB, whose store is in the report, and not there: lost
+        ev(ENQUEUED, T0, node="nA", mid=1, queue=SF_TO_B), ev(ACK, T0 + 1, node="nA", mid=1, queue=SF_TO_B),
+        # confirmed by nC, whose store is not in the report: it left the report
+        ev(ENQUEUED, T0, node="nA", mid=2, queue="$.meshmq.sf.cc.nC"),
+        ev(ACK, T0 + 1, node="nA", mid=2, queue="$.meshmq.sf.cc.nC"),
+        # still waiting to be forwarded
+        ev(ENQUEUED, T0, node="nA", mid=3, queue=SF_TO_B),
+    ]
+    rows, _ = run(spark_session, events, waiting=[("nA", 3, SF_TO_B)], report_nodes=["nA", "nB"])
+    assert classes(rows) == {
+        1: ("ANOMALY", "NEVER_ACKNOWLEDGED", "UNACCOUNTED"),
+        2: ("EXPLAINED", None, "FORWARDED"),
+        3: ("EXPLAINED", None, "WAITING"),
+    }
+
+
+def test_a_scaled_down_message_is_followed_to_its_new_node(spark_session):
+    sd = "$.meshmq.sf.scale-down.nB"
+    events = [
+        ev(ENQUEUED, T0, node="nA", mid=1, queue="jobs"),
+        ev(REMOVED, T0 + 10, node="nA", mid=1, queue="jobs"), ev(ENQUEUED, T0 + 10, node="nA", mid=1, queue=sd),
+        ev(ACK, T0 + 12, node="nA", mid=1, queue=sd),
+        ev(ENQUEUED, T0 + 11, node="nB", mid=900, queue="jobs", came_from=("nA", 1)),
+        ev(ACK, T0 + 20, node="nB", mid=900, queue="jobs"),
+        # and a chain: nA -> nB -> nC, acknowledged on nC
+        ev(ENQUEUED, T0, node="nA", mid=2, queue="jobs"),
+        ev(REMOVED, T0 + 10, node="nA", mid=2, queue="jobs"), ev(ENQUEUED, T0 + 10, node="nA", mid=2, queue=sd),
+        ev(ACK, T0 + 12, node="nA", mid=2, queue=sd),
+        ev(ENQUEUED, T0 + 11, node="nB", mid=901, queue="jobs", came_from=("nA", 2)),
+        ev(REMOVED, T0 + 30, node="nB", mid=901, queue="jobs"),
+        ev(ENQUEUED, T0 + 30, node="nB", mid=901, queue="$.meshmq.sf.scale-down.nC"),
+        ev(ACK, T0 + 31, node="nB", mid=901, queue="$.meshmq.sf.scale-down.nC"),
+        ev(ENQUEUED, T0 + 31, node="nC", mid=5, queue="jobs", came_from=("nB", 901)),
+        ev(ACK, T0 + 40, node="nC", mid=5, queue="jobs"),
+    ]
+    rows, audited = run(spark_session, events, report_nodes=["nA", "nB", "nC"])
+    assert {k: (r["status"], r["node_id"], r["moves"], r["enqueued_events"]) for k, r in rows.items()} == {
+        ("nA", 1, "jobs"): ("EXACTLY_ONCE", "nB", 1, 1),
+        ("nA", 2, "jobs"): ("EXACTLY_ONCE", "nC", 2, 1),
+    }
+    assert audit.summarize(audited)["moves"] == 3
+
+
+def test_bridge_traffic_per_link(spark_session):
+    events = forwarded(1, 501) + forwarded(2, 502) + [ev(ENQUEUED, T0, node="nA", mid=3, queue=SF_TO_B)]
+    refs = audit.references(events_frame(spark_session, events), T0, spark_session.createDataFrame([], WAITING_SCHEMA))
+    rows = [r.asDict() for r in audit.bridge_traffic(refs, T0, T0 + 10_000).collect()]
+    assert rows == [{"node_id": "nA", "cluster_connection": "cc", "target_node_id": "nB", "queued": 3,
+                     "forwarded": 2, "arrived": 2, "waiting": 0}]

@@ -41,7 +41,8 @@ def test_throughput_counts_per_second_and_peaks(spark_session):
     (by_address,) = rows(metrics.throughput_by(per_second, ["address"], 2.0), "address")
     assert by_address == {
         "address": "a", "enqueued": 15, "acknowledged": 7, "peak_enqueued_per_s": 10, "peak_acknowledged_per_s": 7,
-        "enqueued_per_s": 7.5, "acknowledged_per_s": 3.5,
+        "enqueued_per_window_s": 7.5, "acknowledged_per_window_s": 3.5,
+        "active_seconds": 2, "enqueued_per_active_s": 7.5, "acknowledged_per_active_s": 3.5,
     }
     by_node = rows(metrics.throughput_by(per_second, ["node_id"], 2.0), "node_id")
     assert [(r["node_id"], r["enqueued"], r["peak_enqueued_per_s"]) for r in by_node] == [("n1", 14, 10), ("n2", 1, 1)]

@@ -33,6 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 PARQUET_TABLES = (
     "throughput_per_second", "throughput_by_address", "throughput_by_node", "latency_by_address", "latency_histogram",
     "distribution_by_node", "distribution_by_address", "backlog", "ends_by_queue", "audit", "audit_offenders",
+    "latency_by_node", "bridge_traffic", "message_ends",
 )
 
 
@@ -96,7 +97,8 @@ def test_report_on_a_two_node_sqlite_cluster_equals_the_workload(spark_session, 
         "expiring.q": (3, 0),
     }
     assert by_address["news"]["messages"] == 10  # one multicast message, two subscriptions
-    assert by_address["orders"]["enqueued_per_s"] == pytest.approx(160 / s["window"]["seconds"])
+    assert by_address["orders"]["enqueued_per_window_s"] == pytest.approx(160 / s["window"]["seconds"])
+    assert by_address["orders"]["enqueued_per_active_s"] == pytest.approx(160 / by_address["orders"]["active_seconds"])
     nodes = {n["node_name"]: n for n in s["nodes"]}
     assert {k: (n["enqueued"], n["acknowledged"]) for k, n in nodes.items()} == {
         "alpha": (wa.enqueued, wa.acknowledged), "beta": (wb.enqueued, wb.acknowledged),
@@ -121,25 +123,23 @@ def test_report_on_a_two_node_sqlite_cluster_equals_the_workload(spark_session, 
     assert ends["poison.q", "poison.q"]["dead_lettered"] == 2
 
     a = s["audit"]
-    assert (a["produced"], a["exactly_once"], a["more_than_once"], a["never"]) == (194, 180, 0, 14)
-    assert a["never_by_fate"] == {"expired": 3, "dead_lettered": 2, "removed": 0, "waiting": 9, "unaccounted": 0}
-    assert {(o["queue"], o["fate"]) for o in a["offenders"]} == {
-        ("pending", "WAITING"), ("DLQ", "WAITING"), ("expiring.q", "EXPIRED"), ("poison.q", "DEAD_LETTERED"),
-    }
+    assert (a["produced"], a["exactly_once"], a["explained"], a["anomalous"], a["verdict"]) == (194, 180, 14, 0, "green")
+    assert a["explained_by_fate"] == {"expired": 3, "dead_lettered": 2, "removed": 0, "waiting": 9, "forwarded": 0}
+    assert a["offenders"] == []  # explained states are counted, not listed
 
     # the outputs: Parquet tables, PNG charts, one self-contained HTML page
     for table in PARQUET_TABLES:
         assert (out / "parquet" / table / "_SUCCESS").exists(), table
     assert spark_session.read.parquet(str(out / "parquet" / "audit")).count() == 194
-    assert spark_session.read.parquet(str(out / "parquet" / "audit_offenders")).count() == 14
-    for chart in ("throughput", "latency", "distribution"):
+    assert spark_session.read.parquet(str(out / "parquet" / "audit_offenders")).count() == 0
+    for chart in ("throughput", "latency_over_time", "activity", "latency", "distribution"):
         assert (out / "charts" / f"{chart}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (out / "report.html").read_text()
-    assert html.count('src="data:image/png;base64,') == 3
+    assert html.count('src="data:image/png;base64,') == 5
     assert 'src="http' not in html and "<link" not in html
-    assert "194 message references produced" in html
+    assert "GREEN</strong> — every message delivered exactly once or accounted for" in html
 
-    assert "audit    194 produced: 180 acknowledged exactly once, 0 more than once, 14 never (0 unaccounted)" in result.output
+    assert "audit    GREEN: 194 produced, 180 acknowledged exactly once, 14 explained, 0 anomalous" in result.output
     assert "Traceback" not in result.output
 
 
@@ -177,11 +177,11 @@ def test_the_audit_names_exactly_the_doctored_messages(spark_session, sqlite_clu
     node_id, dup, gone = doctored_copy(beta.path, copy)
     s = run_report(spark_session, [sqlite_url(copy)], tmp_path / "r", partitions=2)
     a = s["audit"]
-    assert (a["produced"], a["exactly_once"], a["more_than_once"], a["never"]) == (40, 38, 1, 1)
-    assert [(o["node_id"], o["message_id"], o["queue"], o["acknowledged"], o["status"], o["fate"])
+    assert (a["produced"], a["exactly_once"], a["anomalous"], a["verdict"]) == (40, 38, 2, "red")
+    assert [(o["node_id"], o["message_id"], o["queue"], o["acknowledged"], o["anomaly"], o["fate"])
             for o in a["offenders"]] == [
-        (node_id, dup, "orders", 2, "MORE_THAN_ONCE", "ACKNOWLEDGED"),
-        (node_id, gone, "orders", 0, "NEVER", "UNACCOUNTED"),
+        (node_id, dup, "orders", 2, "ACKNOWLEDGED_MORE_THAN_ONCE", "ACKNOWLEDGED"),
+        (node_id, gone, "orders", 0, "NEVER_ACKNOWLEDGED", "UNACCOUNTED"),
     ]
     assert spark_session.read.parquet(str(tmp_path / "r" / "parquet" / "audit_offenders")).count() == 2
 
@@ -221,8 +221,8 @@ def test_a_report_on_a_live_store_mistakes_no_message_in_flight_for_a_lost_one(s
     assert not errors, errors
     a = s["audit"]
     assert a["produced"] >= 200
-    assert a["never_by_fate"]["unaccounted"] == 0 and a["more_than_once"] == 0
-    assert a["exactly_once"] + a["never_by_fate"]["waiting"] == a["produced"]
+    assert a["anomalous"] == 0 and a["verdict"] == "green"
+    assert a["exactly_once"] + a["explained_by_fate"]["waiting"] == a["produced"]
 
 
 def _capture(errors: list, fn) -> None:
@@ -246,8 +246,8 @@ async def test_report_on_postgresql_equals_the_workload(spark_session, nodes, pg
     assert {r["address"]: r["enqueued"] for r in s["throughput"]["by_address"]} == w.enqueued_by_address
     assert_latency_within(s, {"orders": 60, "news": 10}, latency_bounds(w))
     a = s["audit"]
-    assert (a["produced"], a["exactly_once"], a["more_than_once"]) == (w.enqueued, w.acknowledged, 0)
-    assert a["never_by_fate"] == {"expired": 2, "dead_lettered": 1, "removed": 0, "waiting": 4, "unaccounted": 0}
+    assert (a["produced"], a["exactly_once"], a["anomalous"]) == (w.enqueued, w.acknowledged, 0)
+    assert a["explained_by_fate"] == {"expired": 2, "dead_lettered": 1, "removed": 0, "waiting": 4, "forwarded": 0}
     assert {(b["queue"], b["messages"]) for b in s["backlog"] if b["messages"]} == {("pending", 3), ("DLQ", 1)}
 
 
@@ -264,7 +264,7 @@ def test_the_command_runs_in_its_own_process_with_the_jvm_output_in_a_log(sqlite
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert "audit    40 produced: 40 acknowledged exactly once" in proc.stdout
+    assert "audit    GREEN: 40 produced, 40 acknowledged exactly once" in proc.stdout
     # stderr holds the progress lines (no terminal here) and nothing else: Java's chatter went to spark.log
     steps = proc.stderr.splitlines()
     assert steps and all(line.startswith("analytics: ") for line in steps), proc.stderr

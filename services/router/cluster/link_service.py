@@ -281,8 +281,10 @@ class ClusterServicer(cgrpc.ClusterServicer):
         repeat = bool(fwd.bridge_duplicate_id) and fwd.bridge_duplicate_id in b.duplicates.cache(
             BRIDGE_CACHE + hello.node_id)
         m = fwd.message
+        origin = (hello.node_id, m.message_id)
         m.message_id = b.next_message_id()
         msg = ServerMessage(m, m.ByteSize() + m.body_size)
+        msg.origin = origin
         if not b.persistence_enabled:
             msg.chunks = []
         seq = received = 0
@@ -334,8 +336,10 @@ class ClusterServicer(cgrpc.ClusterServicer):
             m = fwd.message
             msg = prepared.get(i) if prepared else None
             if msg is None:
+                origin = (hello.node_id, m.message_id)
                 m.message_id = b.next_message_id()
                 msg = ServerMessage(m, m.ByteSize())
+                msg.origin = origin
             m.node_id = b.node_id
             if hello.scale_down and m.duplicate_id:  # the clients' ids come along, so their resends are caught
                 with contextlib.suppress(BrokerError):
