@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 
 from meshmq.errors import BrokerError
-from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
+from meshmq.security.authorization import Authorizer, Permission
 from meshmq.transport import RateLimitedLog
 
 _denied_log = RateLimitedLog(logging.getLogger("meshmq.router.security"))
