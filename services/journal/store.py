@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg.errors
 from sqlalchemy import and_, create_engine, event, func, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -322,7 +323,7 @@ class JournalStore:
         epoch_sql = stmt("SELECT {value} FROM {node_state} WHERE {key} = 'epoch'")
         self._sql = {
             # PostgreSQL in pipeline mode: lock the epoch row, then fail the transaction
-            # (division by zero: _is_epoch_mismatch) unless the stored epoch is the one given.
+            # (division by zero: _failed_in_pipeline) unless the stored epoch is the one given.
             "check_epoch": (epoch_sql + " FOR UPDATE", stmt(
                 "SELECT CASE WHEN coalesce(max({value}), '0') = %s THEN 1 "
                 "ELSE length(coalesce(max({value}), '0')) / 0 END FROM {node_state} WHERE {key} = 'epoch'")),
@@ -381,9 +382,11 @@ class JournalStore:
                 with self.engine.connect() as conn, self._pipeline(conn), conn.begin():
                     return self._apply_all(conn, requests, assume_epoch=self._backend == "postgresql")
             except (DBAPIError, dbapi.Error) as exc:
-                if not _is_epoch_mismatch(getattr(exc, "orig", None) or exc):
+                if not _failed_in_pipeline(getattr(exc, "orig", None) or exc):
                     raise
-                # Some request is from another epoch than the store's: see which (FENCED).
+                # Some request is from another epoch than the store's, or some statement
+                # failed and which one the pipeline cannot say: the transaction was rolled
+                # back, so redo it statement by statement, which names the reason (FENCED).
                 with self.engine.begin() as conn:
                     return self._apply_all(conn, requests)
         except (OperationalError, dbapi.OperationalError) as exc:
@@ -404,7 +407,7 @@ class JournalStore:
         """`assume_epoch` (PostgreSQL, in pipeline mode): when every request has the same
         epoch, check it in the transaction instead of reading it first, so the whole
         transaction is one round trip; a mismatch fails the transaction when it ends
-        (`_is_epoch_mismatch`), and `apply` goes the slow way."""
+        (`_failed_in_pipeline`), and `apply` goes the slow way."""
         # The hot statements go straight to this transaction's DBAPI cursor:
         # SQLAlchemy's per-statement work would cost more than the SQL.
         cur = conn.connection.cursor()
@@ -743,10 +746,13 @@ class _Quoted(dict):
         return self._quote(key)
 
 
-def _is_epoch_mismatch(exc: BaseException) -> bool:
-    """The check_epoch statement's failure (PostgreSQL's division_by_zero, 22012):
-    nothing else the journal runs divides."""
-    return getattr(exc, "sqlstate", None) == "22012"
+def _failed_in_pipeline(exc: BaseException) -> bool:
+    """A pipelined transaction failed on a statement, not on the connection: the
+    check_epoch statement's failure (PostgreSQL's division_by_zero, 22012: nothing
+    else the journal runs divides), or psycopg's PipelineAborted, which is what a
+    statement queued after the failing one reports when its result is read first
+    (which of the two surfaces depends on when the answers arrive)."""
+    return getattr(exc, "sqlstate", None) == "22012" or isinstance(exc, psycopg.errors.PipelineAborted)
 
 
 def _by_queue(refs) -> dict[int, list[tuple[int]]]:

@@ -83,6 +83,30 @@ def test_activating_a_newer_epoch_fences_the_old_owner(store_url):
     new.close()
 
 
+def test_a_fenced_group_commit_is_named_fenced_however_its_answers_arrive(store_url):
+    """On PostgreSQL the epoch check is pipelined with the batch: the failure can
+    surface as the check's own error or as a later statement's "pipeline aborted",
+    depending on when the answers arrive. Either way the fenced owner hears FENCED,
+    not STORE_UNAVAILABLE: it halts saying it was fenced, not that its store is down."""
+    one, epoch = activated(store_url)
+    other = JournalStore(store_url)
+    other.open("n")
+    owner, fenced, next_id, kept = one, other, 1, []
+    for round_ in range(30):
+        epoch += 1
+        fenced, owner = owner, fenced
+        owner.activate(epoch)
+        size = 1 + round_ % 3 * 20
+        answers = fenced.apply([stored(epoch - 1, next_id + k) for k in range(size)])
+        assert [a.reason for a in answers] == [Reason.FENCED.value] * size, answers[0].message
+        assert owner.apply([stored(epoch, next_id)])[0].ok
+        kept.append(next_id)
+        next_id += size
+    assert message_ids(owner.load_pages()) == kept  # the owners' writes, none from a fenced one
+    one.close()
+    other.close()
+
+
 @pytest.mark.parametrize("behind", [0, 1])
 def test_a_grant_that_is_not_newer_is_refused_and_changes_nothing(store_url, behind):
     live, epoch = activated(store_url)
