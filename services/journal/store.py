@@ -324,7 +324,9 @@ class JournalStore:
         self._sql = {
             # PostgreSQL in pipeline mode: lock the epoch row, then fail the transaction
             # (division by zero: _failed_in_pipeline) unless the stored epoch is the one given.
-            "check_epoch": (epoch_sql + " FOR UPDATE", stmt(
+            # A share lock: the writer's transactions in flight together (overlap.py) do not
+            # wait for each other, and an activation's update waits for all of them.
+            "check_epoch": (epoch_sql + " FOR SHARE", stmt(
                 "SELECT CASE WHEN coalesce(max({value}), '0') = %s THEN 1 "
                 "ELSE length(coalesce(max({value}), '0')) / 0 END FROM {node_state} WHERE {key} = 'epoch'")),
             "lock_epoch": ("BEGIN IMMEDIATE", epoch_sql) if self._backend == "sqlite" else (epoch_sql + " FOR UPDATE",),

@@ -13,15 +13,19 @@ pipe straight from its event loop.
 Group commit happens here: whatever appends are waiting in the pipe when a
 transaction ends become the next transaction (up to `max-batch-records`), so
 a lone append commits at once and a flood of them costs one fsync per batch.
-The owner never waits: it writes appends as they come and resolves their
-futures, in order, as the answers arrive.
+On PostgreSQL a second transaction may start, on a second connection, while
+the one before it waits for its commit, when the two touch different
+messages (`overlap.py`; measured in docs/performance.md). The owner never
+waits: it writes appends as they come and resolves their futures, in order,
+as the answers arrive — the process answers transactions in the order they
+started, whichever commits first.
 
 The process owns every write to the store: appends and WAL checkpoints. It
 exits when its pipe closes (its owner stopped or died: a kill -9 of the
 router ends it too), after finishing the transaction in hand; a successor
 owner is activated at a newer epoch first, so nothing it might still write is
-accepted. The process keeps no epoch of its own: each transaction reads the
-stored one under the write lock (`JournalStore.apply`).
+accepted. The process keeps no epoch of its own: each transaction checks the
+stored one under a lock that an activation must wait for (`JournalStore.apply`).
 It ignores SIGINT and SIGTERM: those reach a whole process group (Ctrl-C, a
 service manager), and the owner still needs it to store its last batch.
 
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -46,14 +51,17 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
 from meshmq.errors import Reason
 from meshmq.v1 import journal_pb2 as jpb
 
+from .overlap import Footprint, footprint, may_overlap
 from .store import JournalStore, StoreError
 
 log = logging.getLogger("meshmq.journal")
@@ -338,15 +346,21 @@ class _Requests:
     transaction, then takes whatever else is already waiting."""
 
     def __init__(self, fd: int) -> None:
-        self._fd = fd
+        self.fd = fd
         self._buffer = FrameBuffer()
         self._held: jpb.AppendRequest | None = None
         self.closed = False
 
+    def waiting(self) -> bool:
+        """Something to read without blocking: a request held back, bytes
+        buffered, or the pipe readable (or closed)."""
+        return (self._held is not None or self._buffer.pending_bytes > 0 or self.closed
+                or bool(select.select([self.fd], [], [], 0)[0]))
+
     def _read(self, block: bool) -> bool:
-        if not block and not select.select([self._fd], [], [], 0)[0]:
+        if not block and not select.select([self.fd], [], [], 0)[0]:
             return False
-        data = os.read(self._fd, _READ_SIZE)
+        data = os.read(self.fd, _READ_SIZE)
         if not data:
             self.closed = True
             return False
@@ -414,32 +428,130 @@ def main() -> int:
     store.start_checkpointer()
     write_message(out, [READY])
     max_records = int(settings.get("max_batch_records") or 5000)
-    transactions = applied = 0
-    busy = 0.0
+    # PostgreSQL: two transactions may commit at once (overlap.py); SQLite has one writer anyway.
+    writer = _Writer(store, out, lanes=2 if store.engine.dialect.name == "postgresql" else 1)
     try:
-        while batch := requests.batch(max_records):
-            started = time.perf_counter()
-            try:
-                responses = store.apply(batch)
-            except Exception as exc:  # a bug, not a store failure: fail the batch, keep serving
-                log.exception("journal writer failed")
-                responses = [
-                    jpb.AppendResponse(request_id=r.request_id, ok=False, reason=Reason.INTERNAL.value, message=str(exc))
-                    for r in batch
-                ]
-            took = time.perf_counter() - started
-            busy += took
-            transactions += 1
-            applied += len(batch)
-            stats = _STATS.pack(min(sum(map(record_count, batch)), 0xFFFFFFFF), took)
-            try:
-                write_message(out, [stats, *(r.SerializeToString() for r in responses)])
-            except BrokenPipeError:
-                return 0
+        writer.serve(requests, max_records)
+        return 0
+    except BrokenPipeError:
         return 0
     finally:
-        log.info("journal writer: %d transactions, %d requests, %.2f s in SQL", transactions, applied, busy)
+        writer.close()
+        log.info("journal writer: %d transactions, %d requests, %.2f s in SQL",
+                 writer.transactions, writer.applied, writer.busy)
         store.close()
+
+
+class _Transaction:
+    """One group-commit transaction: its requests, and its answers once applied."""
+
+    def __init__(self, batch: list[jpb.AppendRequest]) -> None:
+        self.batch = batch
+        self.footprint: Footprint | None | bool = False  # False: not computed yet
+        self.responses: list[jpb.AppendResponse] = []
+        self.seconds = 0.0
+        self.done = threading.Event()
+
+    def touches(self) -> Footprint | None:
+        if self.footprint is False:
+            self.footprint = footprint(self.batch)
+        return self.footprint
+
+
+class _Writer:
+    """Applies transactions and answers them in the order they came.
+
+    With one lane (SQLite) each transaction is applied on this thread, as it
+    arrives. With two (PostgreSQL), a transaction starts on a second
+    connection while the one before it commits, when `overlap.may_overlap`
+    allows; otherwise it waits for the ones in flight. Answers still go out
+    in order, so the owner sees appends answered in the order it sent them.
+    """
+
+    def __init__(self, store: JournalStore, out: BinaryIO, *, lanes: int) -> None:
+        self._store = store
+        self._out = out
+        self._lanes = lanes
+        self._pool = ThreadPoolExecutor(lanes, thread_name_prefix="journal-txn") if lanes > 1 else None
+        # A lane writes a byte here when its transaction ends; non-blocking, so a
+        # wake-up nobody read yet can never stall a lane (a stale one costs a look).
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._in_flight: collections.deque[_Transaction] = collections.deque()
+        self.transactions = self.applied = 0
+        self.busy = 0.0
+
+    def serve(self, requests: _Requests, max_records: int) -> None:
+        """Until the pipe closes (then the transactions in flight are finished and answered)."""
+        while True:
+            self._answer_finished()
+            if self._in_flight and (len(self._in_flight) >= self._lanes or not self._next_arrives_first(requests)):
+                self._answer_oldest()
+                continue
+            batch = requests.batch(max_records)
+            if not batch:
+                break
+            txn = _Transaction(batch)
+            while self._in_flight and not may_overlap(self._in_flight[-1].touches(), txn.touches()):
+                self._answer_oldest()  # (only the newest can still be in flight with it: lanes <= 2)
+            self._start(txn)
+        while self._in_flight:
+            self._answer_oldest()
+
+    def _next_arrives_first(self, requests: _Requests) -> bool:
+        """Wait until a request is waiting (True) or the oldest transaction ends (False)."""
+        if requests.waiting():
+            return True
+        ready, _, _ = select.select([requests.fd, self._wake_r], [], [])
+        if self._wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._wake_r, 65536)
+        return requests.fd in ready and not self._in_flight[0].done.is_set()
+
+    def _start(self, txn: _Transaction) -> None:
+        self._in_flight.append(txn)
+        if self._pool is None:
+            self._apply(txn)
+        else:
+            self._pool.submit(self._apply, txn)
+
+    def _apply(self, txn: _Transaction) -> None:
+        started = time.perf_counter()
+        try:
+            txn.responses = self._store.apply(txn.batch)
+        except Exception as exc:  # a bug, not a store failure: fail the batch, keep serving
+            log.exception("journal writer failed")
+            txn.responses = [
+                jpb.AppendResponse(request_id=r.request_id, ok=False, reason=Reason.INTERNAL.value, message=str(exc))
+                for r in txn.batch
+            ]
+        txn.seconds = time.perf_counter() - started
+        txn.done.set()
+        if self._pool is not None:
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake_w, b"x")
+
+    def _answer_finished(self) -> None:
+        while self._in_flight and self._in_flight[0].done.is_set():
+            self._answer_oldest()
+
+    def _answer_oldest(self) -> None:
+        txn = self._in_flight[0]
+        txn.done.wait()
+        self._in_flight.popleft()
+        self.busy += txn.seconds
+        self.transactions += 1
+        self.applied += len(txn.batch)
+        stats = _STATS.pack(min(sum(map(record_count, txn.batch)), 0xFFFFFFFF), txn.seconds)
+        write_message(self._out, [stats, *(r.SerializeToString() for r in txn.responses)])
+
+    def close(self) -> None:
+        """Let what is in flight finish (its answers can no longer be sent)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ to the journal as a single append whenever there is something to send, with
 up to MAX_APPENDS_IN_FLIGHT appends outstanding: the journal merges whatever
 is queued into its next transaction, so its writer goes from one commit to
 the next without waiting for this event loop to hand over more (that wait
-was a quarter of every commit cycle under load). Appends commit, and their
-futures resolve, in the order they were sent. Code that must wait for
+was a quarter of every commit cycle under load). Appends are answered, and
+their futures resolve, in the order they were sent (on PostgreSQL two that
+touch different messages may commit in either order: journal/overlap.py). Code that must wait for
 durability takes `commit_future()`; nothing else waits. A refused append is
 reported to `on_failure`: memory then holds changes the store does not, so
 the node must stop (see Broker.halt).
