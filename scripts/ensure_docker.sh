@@ -16,6 +16,8 @@
 #
 # Idempotent; prints nothing when everything is already there and running.
 set -euo pipefail
+# shellcheck source=scripts/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 prog=ensure_docker
 die() { echo "$prog: error: $*" >&2; exit 1; }
@@ -35,37 +37,10 @@ command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 
 if [[ ${#missing[@]} -gt 0 ]]; then
-    [[ $(id -u) -eq 0 ]] || die "missing ${missing[*]}; run this script as root (or: sudo apt-get install -y ${missing[*]})"
-    command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get; install Docker, docker-compose and debootstrap by hand"
-    log=$(mktemp /tmp/ensure_docker.XXXXXX.log)
-    created_policy=0
-    cleanup() { if [[ $created_policy -eq 1 ]]; then rm -f /usr/sbin/policy-rc.d; fi; }
-    trap cleanup EXIT
-    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        printf '#!/bin/sh\n# temporary, from meshmq scripts/ensure_docker.sh\nexit 101\n' >/usr/sbin/policy-rc.d
-        chmod 755 /usr/sbin/policy-rc.d
-        created_policy=1
-    fi
-    apt_opts=(-y -qq --no-install-recommends -o DPkg::Lock::Timeout=300)
-    export DEBIAN_FRONTEND=noninteractive
-    updated=0
-    apt_update() {
-        apt-get update -qq -o DPkg::Lock::Timeout=300 >>"$log" 2>&1 \
-            || { cat "$log" >&2; die "apt-get update failed (log: $log)"; }
-        updated=1
-    }
-    for pkg in "${missing[@]}"; do
-        if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then apt_update; break; fi
-    done
     # containerd, runc and tini come with docker.io; iptables is recommended only,
     # and dockerd runs here without it (--iptables=false).
-    if ! apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$log" 2>&1; then
-        [[ $updated -eq 1 ]] && { cat "$log" >&2; die "apt-get install ${missing[*]} failed (log: $log)"; }
-        apt_update
-        apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$log" 2>&1 \
-            || { cat "$log" >&2; die "apt-get install ${missing[*]} failed (log: $log)"; }
-    fi
-    rm -f "$log"
+    apt_install --no-install-recommends "$prog" "missing ${missing[*]}" \
+        "install Docker, docker-compose and debootstrap by hand" "${missing[@]}"
 fi
 
 engine_answers && exit 0

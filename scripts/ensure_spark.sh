@@ -11,6 +11,8 @@
 #
 # Idempotent; prints nothing when everything is already there.
 set -euo pipefail
+# shellcheck source=scripts/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 prog=ensure_spark
 die() { echo "$prog: error: $*" >&2; exit 1; }
@@ -36,39 +38,10 @@ have_java || missing+=(openjdk-17-jre-headless)
 
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
-[[ $(id -u) -eq 0 ]] || die "missing ${missing[*]}; run this script as root (or: sudo apt-get install -y ${missing[*]})"
-command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get; install a Java 17 runtime and the SQLite/PostgreSQL JDBC jars by hand (MESHMQ_SQLITE_JDBC_JAR / MESHMQ_POSTGRES_JDBC_JAR name jars elsewhere)"
+apt_install --no-install-recommends "$prog" "missing ${missing[*]}" \
+    "install a Java 17 runtime and the SQLite/PostgreSQL JDBC jars by hand (MESHMQ_SQLITE_JDBC_JAR / MESHMQ_POSTGRES_JDBC_JAR name jars elsewhere)" \
+    "${missing[@]}"
 
-log=$(mktemp /tmp/ensure_spark.XXXXXX.log)
-apt_opts=(-y -qq --no-install-recommends -o DPkg::Lock::Timeout=300)
-export DEBIAN_FRONTEND=noninteractive
-# Slim images drop the man directories, and the JDK's postinst fails without this one.
-mkdir -p /usr/share/man/man1
-
-updated=0
-apt_update() {
-    apt-get update -qq -o DPkg::Lock::Timeout=300 >>"$log" 2>&1 \
-        || { cat "$log" >&2; die "apt-get update failed (log: $log)"; }
-    updated=1
-}
-
-# Refresh the package lists only when apt knows no candidate yet (fresh images ship with empty lists).
-for pkg in "${missing[@]}"; do
-    if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-        apt_update
-        break
-    fi
-done
-
-if ! apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$log" 2>&1; then
-    # Stale lists give 404s on download: refresh once and retry.
-    [[ $updated -eq 1 ]] && { cat "$log" >&2; die "apt-get install ${missing[*]} failed (log: $log)"; }
-    apt_update
-    apt-get install "${apt_opts[@]}" "${missing[@]}" >>"$log" 2>&1 \
-        || { cat "$log" >&2; die "apt-get install ${missing[*]} failed (log: $log)"; }
-fi
-
-[[ -f $SQLITE_JAR ]] || die "libxerial-sqlite-jdbc-java installed but $SQLITE_JAR is missing (log: $log)"
-[[ -f $POSTGRES_JAR ]] || die "libpostgresql-jdbc-java installed but $POSTGRES_JAR is missing (log: $log)"
+[[ -f $SQLITE_JAR ]] || die "libxerial-sqlite-jdbc-java installed but $SQLITE_JAR is missing"
+[[ -f $POSTGRES_JAR ]] || die "libpostgresql-jdbc-java installed but $POSTGRES_JAR is missing"
 have_java || die "a Java 17 runtime was installed but \`java\` is still $(java_major 2>/dev/null || echo missing); point JAVA_HOME/PATH or update-alternatives at /usr/lib/jvm/java-17-openjdk-*"
-rm -f "$log"

@@ -7,6 +7,8 @@
 #   - a virtualenv in .venv with meshmq installed in editable mode
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
+# shellcheck source=scripts/apt.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"   # before the cd: the path may be relative
 cd "$(dirname "$0")/.."
 
 want_test=0
@@ -14,22 +16,12 @@ want_test=0
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-apt_install() {
-    if [[ $(id -u) -ne 0 ]]; then
-        say "need Debian packages: $* (run as root or: sudo apt-get install -y $*)"
-        exit 1
-    fi
-    say "installing Debian packages: $*"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/tmp/meshmq-apt.log 2>&1; then
-        apt-get update -qq >/tmp/meshmq-apt.log 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/tmp/meshmq-apt.log 2>&1 \
-            || { cat /tmp/meshmq-apt.log >&2; say "apt-get install $* failed"; exit 1; }
-    fi
-}
+# Unlike the ensure_*.sh scripts, setup says what it installs.
+apt_install_missing() { apt_install --announce setup "missing $*" "install them by hand" "$@"; }
 
 PY=${PYTHON:-python3}
 if ! command -v "$PY" >/dev/null 2>&1; then
-    apt_install python3 python3-venv
+    apt_install_missing python3 python3-venv
 fi
 if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
     say "meshmq needs Python 3.11 or newer; $PY is $("$PY" --version 2>&1)"
@@ -38,11 +30,11 @@ fi
 if [[ ! -x .venv/bin/python ]]; then
     if ! "$PY" -m venv .venv >/dev/null 2>&1; then
         rm -rf .venv
-        apt_install python3-venv
+        apt_install_missing python3-venv
         "$PY" -m venv .venv
     fi
 fi
-command -v openssl >/dev/null 2>&1 || apt_install openssl
+command -v openssl >/dev/null 2>&1 || apt_install_missing openssl
 
 stamp=.venv/.meshmq-installed
 extras=""
@@ -61,5 +53,5 @@ if [[ $want_test -eq 1 ]]; then
     bash scripts/ensure_etcd.sh
     bash scripts/ensure_spark.sh
     # The console's browser test drives Debian's chromium (Playwright never downloads a browser here).
-    command -v chromium >/dev/null 2>&1 || apt_install chromium
+    command -v chromium >/dev/null 2>&1 || apt_install_missing chromium
 fi
