@@ -70,6 +70,15 @@ def message_ids(url: str) -> set[int]:
     return ids
 
 
+async def held_in_flight(w: WriterProcess, epoch: int, url: str) -> tuple[Held, asyncio.Future]:
+    """Submit message 1 with the duplicate id another session holds: its transaction
+    starts and waits for that session (returned) to end."""
+    held = Held(url)
+    first = w.submit(stored(epoch, 1, dup=HELD))
+    await eventually(held.writer_waits, 10, "the first transaction to wait for the held row")
+    return held, first
+
+
 @pytest.fixture
 async def writer(pg_url):
     st = JournalStore(pg_url)
@@ -87,10 +96,8 @@ async def writer(pg_url):
 async def test_an_independent_transaction_commits_while_the_one_before_waits_and_is_answered_after_it(
         writer, pg_url):
     w, epoch = writer
-    held = Held(pg_url)
+    held, first = await held_in_flight(w, epoch, pg_url)
     try:
-        first = w.submit(stored(epoch, 1, dup=HELD))
-        await eventually(held.writer_waits, 10, "the first transaction to wait for the held row")
         second = w.submit(stored(epoch, 2))
         await eventually(lambda: 2 in message_ids(pg_url), 10, "the second transaction to commit meanwhile")
         assert not first.done() and not second.done()  # answers go out in order
@@ -103,10 +110,8 @@ async def test_an_independent_transaction_commits_while_the_one_before_waits_and
 
 async def test_an_ack_of_a_message_in_flight_waits_for_its_insert(writer, pg_url):
     w, epoch = writer
-    held = Held(pg_url)
+    held, first = await held_in_flight(w, epoch, pg_url)
     try:
-        first = w.submit(stored(epoch, 1, dup=HELD))
-        await eventually(held.writer_waits, 10, "the first transaction to wait for the held row")
         ack = w.submit(acked(epoch, 1))
         later = w.submit(stored(epoch, 3))  # behind the ack, which waits: it waits too
         # (had the ack run now, it would have deleted nothing and message 1 would survive it)
