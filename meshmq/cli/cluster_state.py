@@ -1,5 +1,5 @@
 """`meshmq cluster bindings`: one node's cluster connections as it sees them —
-its bridges (state, forwarded, confirmed, pending, retries) and the remote
+its bridges (state, forwarded, batches, confirmed, pending, retries) and the remote
 bindings (other nodes' queues and consumers, with how far away they are)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def _rows(state) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
 
     bridges = [
         (b.cluster_connection, b.target_node_name or "?", b.endpoint, b.state, str(b.routed), str(b.forwarded),
-         str(b.confirmed), str(b.pending), str(b.retries), b.problem)
+         str(b.batches), str(b.confirmed), str(b.pending), str(b.retries), b.problem)
         for b in state.bridges
     ]
     bindings = [
@@ -27,8 +27,8 @@ def _rows(state) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     return bridges, bindings
 
 
-BRIDGE_HEADER = ("cluster-connection", "node", "endpoint", "state", "routed", "forwarded", "confirmed", "pending",
-                 "retries", "problem")
+BRIDGE_HEADER = ("cluster-connection", "node", "endpoint", "state", "routed", "forwarded", "batches", "confirmed",
+                 "pending", "retries", "problem")
 BINDING_HEADER = ("node", "queue", "address", "routing", "filter", "consumers", "consumer filters", "hops", "via")
 
 

@@ -104,7 +104,7 @@ class GetClusterStateRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class BridgeInfo(_message.Message):
-    __slots__ = ("cluster_connection", "endpoint", "target_node_id", "target_node_name", "state", "problem", "routed", "forwarded", "confirmed", "pending", "retries", "store_and_forward_queue")
+    __slots__ = ("cluster_connection", "endpoint", "target_node_id", "target_node_name", "state", "problem", "routed", "forwarded", "confirmed", "pending", "retries", "store_and_forward_queue", "batches")
     CLUSTER_CONNECTION_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TARGET_NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +117,7 @@ class BridgeInfo(_message.Message):
     PENDING_FIELD_NUMBER: _ClassVar[int]
     RETRIES_FIELD_NUMBER: _ClassVar[int]
     STORE_AND_FORWARD_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
     cluster_connection: str
     endpoint: str
     target_node_id: str
@@ -129,7 +130,8 @@ class BridgeInfo(_message.Message):
     pending: int
     retries: int
     store_and_forward_queue: str
-    def __init__(self, cluster_connection: _Optional[str] = ..., endpoint: _Optional[str] = ..., target_node_id: _Optional[str] = ..., target_node_name: _Optional[str] = ..., state: _Optional[str] = ..., problem: _Optional[str] = ..., routed: _Optional[int] = ..., forwarded: _Optional[int] = ..., confirmed: _Optional[int] = ..., pending: _Optional[int] = ..., retries: _Optional[int] = ..., store_and_forward_queue: _Optional[str] = ...) -> None: ...
+    batches: int
+    def __init__(self, cluster_connection: _Optional[str] = ..., endpoint: _Optional[str] = ..., target_node_id: _Optional[str] = ..., target_node_name: _Optional[str] = ..., state: _Optional[str] = ..., problem: _Optional[str] = ..., routed: _Optional[int] = ..., forwarded: _Optional[int] = ..., confirmed: _Optional[int] = ..., pending: _Optional[int] = ..., retries: _Optional[int] = ..., store_and_forward_queue: _Optional[str] = ..., batches: _Optional[int] = ...) -> None: ...
 
 class RemoteBindingInfo(_message.Message):
     __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter", "consumer_filters", "hops", "via")

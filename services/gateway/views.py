@@ -103,6 +103,7 @@ class BridgeView(BaseModel):
     problem: str = ""
     routed: int
     forwarded: int
+    batches: int
     confirmed: int
     pending: int
     retries: int
@@ -223,7 +224,7 @@ def address_view(node: str, a: mgpb.AddressInfo) -> AddressView:
 def bridge_view(node: str, b: mgpb.BridgeInfo) -> BridgeView:
     return BridgeView(node=node, cluster_connection=b.cluster_connection, target=b.target_node_name or b.endpoint,
                       endpoint=b.endpoint, state=b.state, problem=b.problem, routed=b.routed, forwarded=b.forwarded,
-                      confirmed=b.confirmed, pending=b.pending, retries=b.retries)
+                      batches=b.batches, confirmed=b.confirmed, pending=b.pending, retries=b.retries)
 
 
 def _value(v: mpb.Value) -> str | int | float | bool:

@@ -82,6 +82,8 @@ def _bridges(node: RouterNode, fam: Families) -> None:
                     "store-and-forward queue.", bridge.routed, **labels)
         fam.counter("meshmq_bridge_messages_forwarded_total", "Messages the bridge sent to the other node.",
                     bridge.forwarded, **labels)
+        fam.counter("meshmq_bridge_batches_total", "ForwardBatch frames the bridge sent (messages forwarded per "
+                    "batch: forwarded / batches).", bridge.batches, **labels)
         fam.counter("meshmq_bridge_messages_confirmed_total", "Forwarded messages the other node confirmed "
                     "(stored there).", bridge.confirmed, **labels)
         fam.gauge("meshmq_bridge_pending_messages", "Messages waiting in the bridge's store-and-forward "

@@ -148,3 +148,18 @@ async def test_meshmq_cluster_bindings_shows_each_nodes_view(nodes):
     assert bridge[:4] == ["cc", "B", cluster["B"].endpoint, "connected"]
     binding = next(line for line in lines if line[:2] == ["B", "jobs"])
     assert binding[2:8] == ["jobs", "ANYCAST", "", "1", "colour = 'red'", "1"]
+
+
+async def test_a_link_forwards_a_burst_in_batches_not_a_call_per_message(nodes):
+    extra = "addresses:\n  jobs: {anycast: [{name: jobs}]}\n"
+    cluster = start_cluster(nodes, PAIR, extra=extra, options="message-load-balancing: STRICT")
+    await wait_bindings(cluster["A"], {("B", "jobs", 0)})
+    await send(cluster["A"], "jobs", 2000)  # half of them for B
+
+    async def confirmed():
+        b = (await cluster_state(cluster["A"])).bridges[0]
+        return b if b.confirmed == 1000 and b.pending == 0 else None
+    b = await eventually(confirmed, 20, "B to confirm its 1,000")
+    assert b.forwarded == 1000
+    assert 1 <= b.batches <= b.forwarded // 10, b  # at least ten messages a frame on average
+    assert (await counts(cluster["B"], "jobs")) == {"jobs": 1000}

@@ -107,6 +107,7 @@ class Bridge:
         # Counters shown by management.
         self.routed = 0  # messages routed into the sf queue for this link
         self.forwarded = 0
+        self.batches = 0  # ForwardBatch frames sent
         self.confirmed = 0
         self.retries = 0
         self._sf: object | None = None
@@ -382,6 +383,7 @@ class Bridge:
         self._next_batch += 1
         self._unconfirmed[batch.batch_id] = [did for did, _ in items]
         self.forwarded += len(items)
+        self.batches += 1
         return batch
 
     def _send_batch(self, items: list[tuple[int, Ref]]) -> None:
