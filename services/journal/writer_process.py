@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -447,15 +448,14 @@ class _Transaction:
 
     def __init__(self, batch: list[jpb.AppendRequest]) -> None:
         self.batch = batch
-        self.footprint: Footprint | None | bool = False  # False: not computed yet
         self.responses: list[jpb.AppendResponse] = []
         self.seconds = 0.0
         self.done = threading.Event()
 
+    @functools.cached_property
     def touches(self) -> Footprint | None:
-        if self.footprint is False:
-            self.footprint = footprint(self.batch)
-        return self.footprint
+        """What may not overlap it (computed once, only when something is in flight)."""
+        return footprint(self.batch)
 
 
 class _Writer:
@@ -493,7 +493,7 @@ class _Writer:
             if not batch:
                 break
             txn = _Transaction(batch)
-            while self._in_flight and not may_overlap(self._in_flight[-1].touches(), txn.touches()):
+            while self._in_flight and not may_overlap(self._in_flight[-1].touches, txn.touches):
                 self._answer_oldest()  # (only the newest can still be in flight with it: lanes <= 2)
             self._start(txn)
         while self._in_flight:
