@@ -120,16 +120,22 @@ class Stack:
 
 
 def wait_healthy(stack: Stack, services: list[str]) -> None:
-    deadline = time.monotonic() + HEALTH_DEADLINE_S
-    while True:
-        health = stack.health()
-        if all(health.get(s) == "healthy" for s in services):
-            return
-        bad = {s: h for s, h in health.items() if h in ("unhealthy", "exited", "dead")}
-        if bad or time.monotonic() > deadline:
-            logs = stack.compose("logs", "--no-color", "--tail=40", timeout=60, check=False).stdout
-            raise AssertionError(f"not healthy after {HEALTH_DEADLINE_S}s or failed: {health}\n{logs[-12000:]}")
-        time.sleep(1)
+    """Until every one of `services` is healthy; fails at once, with the logs, when one is
+    unhealthy or gone, and at HEALTH_DEADLINE_S."""
+    last: dict[str, str] = {}
+
+    def all_healthy() -> bool:
+        last.clear()
+        last.update(stack.health())
+        if any(h in ("unhealthy", "exited", "dead") for h in last.values()):
+            raise TimeoutError("a service failed")
+        return all(last.get(s) == "healthy" for s in services)
+
+    try:
+        wait_for(all_healthy, HEALTH_DEADLINE_S, "every service to be healthy", interval=1)
+    except TimeoutError:
+        logs = stack.compose("logs", "--no-color", "--tail=40", timeout=60, check=False).stdout
+        raise AssertionError(f"not healthy after {HEALTH_DEADLINE_S}s or failed: {last}\n{logs[-12000:]}") from None
 
 
 @pytest.fixture(scope="module")
