@@ -10,9 +10,16 @@ The client is `aetcd` (asyncio, on grpc.aio, current protobuf). It leaves
 keep-alive to the caller — its `refresh_lease` opens a stream per call — so
 `_LeaseKeeper` keeps one LeaseKeepAlive stream for every lease of the process.
 A watch ends when etcd goes away; `watch()` then raises, and the caller
-(`TopologyWatcher`) opens it again, which lists afresh and watches from that
-listing's revision + 1 (not from the last revision seen: an etcd restarted
-with an empty data dir counts revisions from 1 again).
+(`TopologyWatcher`) opens it again, which lists afresh (the snapshot) and
+watches from the last revision the backend had seen for that cluster + 1 when
+that is not after the listing, else from the listing's revision + 1. Replaying
+the gap serves one purpose: a node that left while the watch was broken (its
+key deleted, and absent from the listing) is reported gone at once, rather
+than after the refresh-timeout a resync gives every missing node (which may
+only not have announced itself again yet). Replayed events are real events of
+the etcd now answering, whatever happened before (an etcd restarted with an
+empty data dir counts revisions from 1 again: then the gap is not replayed, or
+is part of the new history); the rest of the gap is in the listing already.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import TypeVar
 import aetcd
 import grpc
 from aetcd import rpc
+from aetcd.utils import prefix_range_end
 from google.protobuf import json_format
 
 from meshmq.config.models import parse_host_port
@@ -153,6 +161,9 @@ class EtcdBackend:
         self.outage = outage_log(self.description)
         self.keeper = _LeaseKeeper(self)
         self._undecodable: set[tuple[bytes, int]] = set()
+        # Per watched prefix: the newest revision a watch of it has seen (its
+        # listing or an event), where a broken watch resumes.
+        self._seen_revision: dict[bytes, int] = {}
 
     # ---------------------------------------------------------------- plumbing
 
@@ -225,39 +236,83 @@ class EtcdBackend:
     async def watch(self, cluster_name: str) -> AsyncIterator[dpb.WatchNodesResponse]:
         prefix = self.nodes_prefix(cluster_name)
         listing = await self.call("list", self.client.get_prefix, prefix)
+        listed_at = listing.header.revision
+        listed_keys = {kv.key for kv in listing}
         nodes = sorted((n for n in (self._decode(kv) for kv in listing) if n is not None), key=lambda n: n.node_id)
         yield dpb.WatchNodesResponse(snapshot=dpb.ClusterSnapshot(nodes=nodes, available=True))
-        watch = await self.call(
-            "watch", self.client.watch_prefix, prefix, start_revision=listing.header.revision + 1, prev_kv=True
-        )
-        started = time.monotonic()
-        try:
-            async for event in watch:
+        seen = self._seen_revision.get(prefix)
+        self._seen_revision[prefix] = listed_at
+        # From just after the last revision seen, unless the listing is older
+        # (an etcd restarted empty) or this is the first watch: see the module docstring.
+        start = seen + 1 if seen is not None and seen < listed_at else listed_at + 1
+        async for event in self._events(prefix, start):
+            revision = event.kv.mod_revision
+            if revision <= listed_at:
+                # Replayed from before the listing: only a leave the listing cannot show.
+                if event.type == rpc.Event.PUT or event.kv.key in listed_keys:
+                    continue
+            else:
+                self._seen_revision[prefix] = max(self._seen_revision.get(prefix, 0), revision)
+            if event.type == rpc.Event.PUT:
+                node = self._decode(event.kv)
+                if node is not None:
+                    yield dpb.WatchNodesResponse(event=dpb.NodeEvent(kind=dpb.NODE_UP, node=node))
+            else:
                 node_id = event.kv.key[len(prefix):].decode(errors="replace")
-                if event.kind == aetcd.EventKind.PUT:
-                    node = self._decode(event.kv)
-                    if node is not None:
-                        yield dpb.WatchNodesResponse(event=dpb.NodeEvent(kind=dpb.NODE_UP, node=node))
-                else:
-                    node = (self._decode(event.prev_kv) if event.prev_kv is not None else None) or dpb.ClusterNode(
-                        node_id=node_id, cluster_name=cluster_name
-                    )
-                    yield dpb.WatchNodesResponse(event=dpb.NodeEvent(kind=dpb.NODE_DOWN, node=node))
-        except aetcd.RevisionCompactedError as exc:
-            raise DiscoveryUnavailableError(
-                f"{self.description}: watch fell behind compaction ({exc}); listing again"
-            ) from None
+                node = (self._decode(event.prev_kv) if event.HasField("prev_kv") else None) or dpb.ClusterNode(
+                    node_id=node_id, cluster_name=cluster_name
+                )
+                yield dpb.WatchNodesResponse(event=dpb.NodeEvent(kind=dpb.NODE_DOWN, node=node))
+
+    async def _events(self, prefix: bytes, start_revision: int) -> AsyncIterator[rpc.Event]:
+        """Every event under `prefix` from `start_revision` on, on a Watch stream of
+        its own; raises DiscoveryUnavailableError whenever the stream ends.
+
+        Not aetcd's shared watcher: a Watch call cancelled under it (gRPC raises
+        CancelledError, which its reader does not catch) left every watch on the
+        client waiting for events that never came — a watcher that silently
+        stopped seeing nodes leave. Here any end of the stream, a cancellation
+        included, ends this iteration, and the caller watches again."""
+        started = time.monotonic()
+        call = None
+        try:
+            await asyncio.wait_for(self.client.connect(), self.request_timeout_s)
+            call = rpc.WatchStub(self.client.channel).Watch(metadata=self.client.metadata)
+            create = rpc.WatchCreateRequest(key=prefix, range_end=prefix_range_end(prefix),
+                                            start_revision=start_revision, prev_kv=True)
+            await asyncio.wait_for(call.write(rpc.WatchRequest(create_request=create)), self.request_timeout_s)
+            # Abandoned (cancelled) if it times out, so a bounded read is safe here.
+            resp = await asyncio.wait_for(call.read(), self.request_timeout_s)
+            while resp is not grpc.aio.EOF:
+                if resp.compact_revision:
+                    # The next watch lists afresh and starts after that listing (_seen_revision).
+                    log.info("%s: the watch's gap from revision %d was compacted (to %d); listing again — a node "
+                             "that left in the gap goes refresh-timeout after the resync", self.description,
+                             start_revision, resp.compact_revision)
+                    raise DiscoveryUnavailableError(f"{self.description}: watch fell behind compaction; listing again")
+                if resp.canceled:
+                    raise DiscoveryUnavailableError(
+                        f"{self.description}: etcd cancelled the watch: {resp.cancel_reason or 'no reason given'}")
+                for event in resp.events:
+                    yield event
+                resp = await call.read()
+        except DiscoveryUnavailableError:
+            raise
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():
+                raise  # this task is being stopped
+            problem = "the watch stream was cancelled"  # the call, not this task
         except Exception as exc:
             if not _is_unavailable(exc):
                 raise
-            self.outage.failed(_problem(exc), started)
-            raise DiscoveryUnavailableError(f"{self.description}: watch broken: {_problem(exc)}") from None
+            problem = _problem(exc)
+        else:
+            problem = "the watch stream ended"
         finally:
-            try:
-                await asyncio.wait_for(watch.cancel(), 1.0)
-            except Exception:  # etcd is gone: nothing to cancel there
-                pass
-        raise DiscoveryUnavailableError(f"{self.description}: the watch ended")
+            if call is not None:
+                call.cancel()
+        self.outage.failed(problem, started)
+        raise DiscoveryUnavailableError(f"{self.description}: watch broken: {problem}")
 
     async def close(self) -> None:
         await self.keeper.close()
@@ -428,7 +483,7 @@ class _LeaseKeeper:
         try:
             async with self._write:
                 if self._call is None:
-                    await b.client.connect()
+                    await asyncio.wait_for(b.client.connect(), b.request_timeout_s)
                     self._call = b.client.leasestub.LeaseKeepAlive(metadata=b.client.metadata)
                     self._reader = asyncio.create_task(self._read(self._call))
                 call = self._call
@@ -457,7 +512,9 @@ class _LeaseKeeper:
                         fut.set_result(resp.TTL)
                         break
         except asyncio.CancelledError:
-            return
+            if asyncio.current_task().cancelling():
+                return  # _broken() or close() stopped this reader
+            problem = _StreamBroken("the keep-alive stream was cancelled")  # the call, not this reader
         except Exception as exc:
             problem = exc
         self._broken(call, problem)

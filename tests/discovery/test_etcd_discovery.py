@@ -21,6 +21,8 @@ from meshmq.discovery import Announcer, DiscoveryCore, DiscoveryUnavailableError
 from meshmq.discovery.etcd_backend import EtcdBackend
 from meshmq.v1 import discovery_pb2 as dpb
 
+from tests.fixtures.tcp_proxy import TcpProxy
+
 from .procs import Recorder, eventually, node_ids
 
 pytestmark = pytest.mark.integration
@@ -58,9 +60,10 @@ async def watch(etcd_session):
 
     yield make
     for core, watcher, recorder in opened:
-        await recorder.close()
-        await watcher.close()
-        await core.close()
+        # Bounded: a teardown stuck on a broken etcd connection must fail, not hang the suite.
+        await asyncio.wait_for(recorder.close(), 5)
+        await asyncio.wait_for(watcher.close(), 5)
+        await asyncio.wait_for(core.close(), 5)
 
 
 async def test_announce_list_watch_update_and_leave(etcd_session, watch):
@@ -71,6 +74,14 @@ async def test_announce_list_watch_update_and_leave(etcd_session, watch):
                        broadcast_period_ms=BP_MS, refresh_timeout_ms=RT_MS)
     await live.start()
     await backup.start()
+    try:
+        await _announce_list_watch_update_and_leave(core, watcher, rec, live, backup)
+    finally:  # whatever failed, nothing keeps announcing into the next test
+        await asyncio.wait_for(backup.stop(), 10)
+        await asyncio.wait_for(live.stop(), 10)
+
+
+async def _announce_list_watch_update_and_leave(core, watcher, rec, live, backup) -> None:
     assert live.lease_ttl_ms == RT_MS
 
     listed = (await core.list(dpb.ListNodesRequest(cluster_name="basic")))
@@ -91,11 +102,90 @@ async def test_announce_list_watch_update_and_leave(etcd_session, watch):
 
     left_at = time.monotonic()
     await backup.stop()
-    await eventually(lambda: rec.first(dpb.NODE_DOWN, "backup-1"), 2, "backup-1 to leave")
+    await eventually(lambda: rec.first(dpb.NODE_DOWN, "backup-1"), 2,
+                     f"backup-1 to leave (watch available: {watcher.available}, {watcher.problem or 'no problem'})")
     assert rec.first(dpb.NODE_DOWN, "backup-1") - left_at < 0.5  # at once, not after refresh-timeout
     assert node_ids((await core.list(dpb.ListNodesRequest(cluster_name="basic"))).nodes) == {"live-1"}
     await live.stop()
     await eventually(lambda: rec.downs() == ["backup-1", "live-1"], 2, "live-1 to leave")
+
+
+async def test_a_node_leaving_while_the_watch_is_cut_is_gone_as_soon_as_it_resumes(etcd_session):
+    """The watcher's connection to etcd is cut (etcd stays up) while a node
+    leaves. On reconnecting, the watcher learns of the leave from etcd's
+    history at once; a resync alone would keep the node for the watcher's
+    refresh-timeout (here 10 s), since a node missing from a listing may only
+    not have announced itself again yet."""
+    grace_ms = 10_000
+    proxy = TcpProxy(etcd_session.endpoint).start()
+    announcing = core_for(etcd_session.endpoint)
+    watching = DiscoveryCore(EtcdBackend([proxy.endpoint]), refresh_timeout_ms=grace_ms)
+    watcher = TopologyWatcher(watching, "cut-leave", refresh_timeout_ms=grace_ms)
+    rec = Recorder(watcher)
+    stays = Announcer(announcing, cluster_node("stays", "cut-leave", 61616), broadcast_period_ms=BP_MS,
+                      refresh_timeout_ms=RT_MS)
+    leaves = Announcer(announcing, cluster_node("leaves", "cut-leave", 61617), broadcast_period_ms=BP_MS,
+                       refresh_timeout_ms=RT_MS)
+    try:
+        await stays.start()
+        await leaves.start()
+        assert node_ids(await watcher.wait_ready(2)) == {"stays", "leaves"}
+
+        proxy.cut()
+        await eventually(lambda: not watcher.available, 5, "the watcher to notice the cut")
+        await leaves.stop()  # through its own, intact connection: the key is deleted now
+        proxy.heal()
+        healed_at = time.monotonic()
+        await eventually(lambda: watcher.available, 10, "the watch to resume")
+        await eventually(lambda: rec.first(dpb.NODE_DOWN, "leaves"), 5, "the leave to be seen")
+        assert rec.first(dpb.NODE_DOWN, "leaves") - healed_at < grace_ms / 1000 / 2
+        assert node_ids(watcher.nodes()) == {"stays"}
+        assert rec.downs() == ["leaves"]
+    finally:
+        await asyncio.wait_for(stays.stop(), 10)
+        await asyncio.wait_for(leaves.stop(), 10)
+        await asyncio.wait_for(rec.close(), 5)
+        await asyncio.wait_for(watcher.close(), 5)
+        await asyncio.wait_for(watching.close(), 5)
+        await asyncio.wait_for(announcing.close(), 5)
+        proxy.close()
+
+
+async def test_a_watch_whose_gap_was_compacted_resumes_from_a_listing(etcd_session, caplog):
+    """The history since the watch broke is compacted away: the watch resumes
+    anyway, from a fresh listing, and the node that left in the gap goes when
+    the resync's grace (the watcher's refresh-timeout) runs out."""
+    caplog.set_level(logging.INFO, logger="meshmq.discovery.etcd")
+    grace_ms = 3000
+    proxy = TcpProxy(etcd_session.endpoint).start()
+    announcing = core_for(etcd_session.endpoint)
+    watching = DiscoveryCore(EtcdBackend([proxy.endpoint]), refresh_timeout_ms=grace_ms)
+    watcher = TopologyWatcher(watching, "cut-compacted", refresh_timeout_ms=grace_ms)
+    rec = Recorder(watcher)
+    leaves = Announcer(announcing, cluster_node("leaves", "cut-compacted"), broadcast_period_ms=BP_MS,
+                       refresh_timeout_ms=RT_MS)
+    try:
+        await leaves.start()
+        assert node_ids(await watcher.wait_ready(1)) == {"leaves"}
+        proxy.cut()
+        await eventually(lambda: not watcher.available, 5, "the watcher to notice the cut")
+        await leaves.stop()
+        client = announcing.backend.client
+        await client.put(b"/meshmq-test/compaction-marker", b"x")
+        await client.compact((await client.get(b"/meshmq-test/compaction-marker")).mod_revision)
+        proxy.heal()
+        healed_at = time.monotonic()
+        await eventually(lambda: watcher.available, 10, "the watch to resume")
+        await eventually(lambda: rec.first(dpb.NODE_DOWN, "leaves"), grace_ms / 1000 + SLACK_S + 2, "the grace to end")
+        assert rec.first(dpb.NODE_DOWN, "leaves") - healed_at >= grace_ms / 1000 - 1
+        assert any("was compacted" in r.getMessage() for r in caplog.records), caplog.text
+    finally:
+        await asyncio.wait_for(leaves.stop(), 10)
+        await asyncio.wait_for(rec.close(), 5)
+        await asyncio.wait_for(watcher.close(), 5)
+        await asyncio.wait_for(watching.close(), 5)
+        await asyncio.wait_for(announcing.close(), 5)
+        proxy.close()
 
 
 async def test_clusters_do_not_see_each_other(etcd_session, watch):
