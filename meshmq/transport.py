@@ -25,6 +25,8 @@ import grpc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 
+from meshmq.aio import wait_for
+
 # Largest gRPC message a router accepts from a client. Bodies above
 # minLargeMessageSize travel in chunks and batches are a fraction of the
 # confirmation window, so only a misconfigured or hostile client comes near it;
@@ -424,7 +426,7 @@ def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc
         _refusal_log.warning("refused %s from %s: %s", method, context.peer(), message)
         if handler.request_streaming:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(anext(aiter(request), None), REFUSAL_READ_WAIT_S)
+                await wait_for(anext(aiter(request), None), REFUSAL_READ_WAIT_S)
         await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{method}: {message}"))
 
     factory = _HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]

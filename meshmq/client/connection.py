@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.errors import ConnectionFailedError, MeshMQError, NotActiveError, from_rpc_error
 from meshmq.transport import MAX_CLIENT_FRAME, channel_credentials, channel_options, credentials_metadata, open_channel
 from meshmq.v1 import broker_pb2_grpc as bgrpc
@@ -343,7 +344,7 @@ class Connection:
             if remaining <= 0:
                 raise ConnectionFailedError(f"topology has {len(self.topology)} members, expected {size}")
             try:
-                await asyncio.wait_for(self._topology_changed.wait(), remaining)
+                await wait_for(self._topology_changed.wait(), remaining)
             except asyncio.TimeoutError:
                 pass
         return self.topology

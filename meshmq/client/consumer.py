@@ -8,6 +8,7 @@ import asyncio
 from collections import deque
 from typing import TYPE_CHECKING
 
+from meshmq.aio import wait_for
 from meshmq.errors import MeshMQError, UnblockedError
 from meshmq.v1 import broker_pb2 as bpb
 
@@ -179,7 +180,7 @@ class Consumer:
             self._ask_for_one()
             self._arrived.clear()
             try:
-                await asyncio.wait_for(self._arrived.wait(), timeout)
+                await wait_for(self._arrived.wait(), timeout)
             except asyncio.TimeoutError:
                 return None
         return self._hand(self._buffer.popleft())

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.errors import (
     ConnectionFailedError, InvalidRequestError, MeshMQError, QueueExistsError, Reason, ScaledDownError,
     TransactionRolledBackError, UnblockedError, error_for, from_rpc_error,
@@ -184,7 +185,7 @@ class Session:
     async def _wait(self, fut: asyncio.Future, timeout_ms: int | None = None):
         timeout_ms = self.options.callTimeout if timeout_ms is None else timeout_ms
         try:
-            return await asyncio.wait_for(fut, timeout_ms / 1000)
+            return await wait_for(fut, timeout_ms / 1000)
         except asyncio.TimeoutError:
             raise ConnectionFailedError(f"no answer from the router within {timeout_ms} ms") from None
 
@@ -202,7 +203,7 @@ class Session:
             return
         limit = self.options.callFailoverTimeout
         try:
-            await asyncio.wait_for(self._ready.wait(), None if limit == -1 else limit / 1000)
+            await wait_for(self._ready.wait(), None if limit == -1 else limit / 1000)
         except asyncio.TimeoutError:
             raise UnblockedError(
                 f"the session is still failing over after callFailoverTimeout={limit} ms"
@@ -494,7 +495,7 @@ class Session:
         while old is self._old and old.owes(self._consumers.values()) and loop.time() < until:
             old.changed.clear()
             try:
-                await asyncio.wait_for(old.changed.wait(), until - loop.time())
+                await wait_for(old.changed.wait(), until - loop.time())
             except asyncio.TimeoutError:
                 break
         if old is self._old:
@@ -795,7 +796,7 @@ class Session:
         reader = self._tasks[0] if self._tasks else None
         if reader is not None and not reader.done():
             try:
-                await asyncio.wait_for(asyncio.shield(reader), 5)
+                await wait_for(asyncio.shield(reader), 5)
             except (asyncio.TimeoutError, Exception):
                 pass
         for t in self._tasks:

@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 
+from meshmq.aio import wait_for
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .api import DiscoveryAPI, Membership
@@ -141,7 +142,7 @@ class Announcer:
         membership, self._membership = self._membership, None
         try:
             async with self._lock:
-                await asyncio.wait_for(membership.leave(), REQUEST_TIMEOUT_S)
+                await wait_for(membership.leave(), REQUEST_TIMEOUT_S)
             log.info("node %s left cluster %s", self._node.node_id, self._node.cluster_name)
         except (DiscoveryError, TimeoutError) as exc:
             log.warning(

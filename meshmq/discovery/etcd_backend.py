@@ -39,6 +39,7 @@ from aetcd import rpc
 from aetcd.utils import prefix_range_end
 from google.protobuf import json_format
 
+from meshmq.aio import wait_for
 from meshmq.config.models import parse_host_port
 from meshmq.v1 import discovery_pb2 as dpb
 
@@ -178,7 +179,7 @@ class EtcdBackend:
         logged once per outage; a refusal -> DiscoveryError."""
         started = time.monotonic()
         try:
-            result = await asyncio.wait_for(fn(*args, **kwargs), self.request_timeout_s)
+            result = await wait_for(fn(*args, **kwargs), self.request_timeout_s)
         except Exception as exc:
             if not _is_unavailable(exc):
                 raise DiscoveryError(f"{self.description} refused {what}: {_problem(exc)}") from exc
@@ -276,13 +277,13 @@ class EtcdBackend:
         started = time.monotonic()
         call = None
         try:
-            await asyncio.wait_for(self.client.connect(), self.request_timeout_s)
+            await wait_for(self.client.connect(), self.request_timeout_s)
             call = rpc.WatchStub(self.client.channel).Watch(metadata=self.client.metadata)
             create = rpc.WatchCreateRequest(key=prefix, range_end=prefix_range_end(prefix),
                                             start_revision=start_revision, prev_kv=True)
-            await asyncio.wait_for(call.write(rpc.WatchRequest(create_request=create)), self.request_timeout_s)
+            await wait_for(call.write(rpc.WatchRequest(create_request=create)), self.request_timeout_s)
             # Abandoned (cancelled) if it times out, so a bounded read is safe here.
-            resp = await asyncio.wait_for(call.read(), self.request_timeout_s)
+            resp = await wait_for(call.read(), self.request_timeout_s)
             while resp is not grpc.aio.EOF:
                 if resp.compact_revision:
                     # The next watch lists afresh and starts after that listing (_seen_revision).
@@ -483,12 +484,12 @@ class _LeaseKeeper:
         try:
             async with self._write:
                 if self._call is None:
-                    await asyncio.wait_for(b.client.connect(), b.request_timeout_s)
+                    await wait_for(b.client.connect(), b.request_timeout_s)
                     self._call = b.client.leasestub.LeaseKeepAlive(metadata=b.client.metadata)
                     self._reader = asyncio.create_task(self._read(self._call))
                 call = self._call
-                await asyncio.wait_for(call.write(rpc.LeaseKeepAliveRequest(ID=lease_id)), b.request_timeout_s)
-            ttl = await asyncio.wait_for(fut, b.request_timeout_s)
+                await wait_for(call.write(rpc.LeaseKeepAliveRequest(ID=lease_id)), b.request_timeout_s)
+            ttl = await wait_for(fut, b.request_timeout_s)
         except (*_UNAVAILABLE, _StreamBroken, aetcd.ClientError) as exc:
             fut.cancel()
             self._broken(call, exc)
@@ -496,6 +497,8 @@ class _LeaseKeeper:
             b.outage.failed(problem, started)
             raise DiscoveryUnavailableError(f"{b.description} is unreachable (keep-alive): {problem}") from None
         finally:
+            if not fut.done():
+                fut.cancel()  # nobody awaits it any more (this refresh was stopped)
             if fut in waiting:
                 waiting.remove(fut)
             if not waiting and self._waiting.get(lease_id) is waiting:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.errors import Reason, from_rpc_error
 from meshmq.transport import open_channel
 from meshmq.v1 import discovery_pb2 as dpb
@@ -131,7 +132,7 @@ class _StreamMembership:
         started = time.monotonic()
         try:
             await self._call.write(req)
-            resp = await asyncio.wait_for(self._call.read(), REQUEST_TIMEOUT_S)
+            resp = await wait_for(self._call.read(), REQUEST_TIMEOUT_S)
         except grpc.RpcError as exc:
             self._drop()
             raise self._client.error(exc, started) from None

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+from meshmq.aio import wait_for
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .api import WatchSource
@@ -126,7 +127,7 @@ class TopologyWatcher:
         self.start()
         try:
             async with self._changed:
-                await asyncio.wait_for(self._changed.wait_for(lambda: self.synced), timeout_s)
+                await wait_for(self._changed.wait_for(lambda: self.synced), timeout_s)
         except TimeoutError:
             pass
         return self.synced
@@ -138,7 +139,7 @@ class TopologyWatcher:
         timeout_ms = self.initial_wait_timeout_ms if timeout_ms is None else timeout_ms
         try:
             async with self._changed:
-                await asyncio.wait_for(
+                await wait_for(
                     self._changed.wait_for(lambda: self.synced and len(self._state.nodes) >= min_nodes),
                     timeout_ms / 1000,
                 )
@@ -220,7 +221,7 @@ class TopologyWatcher:
             deadline = self._state.next_deadline()
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                await asyncio.wait_for(self._wake_expiry.wait(), timeout)
+                await wait_for(self._wake_expiry.wait(), timeout)
             except TimeoutError:
                 pass
             # While the source is away nothing is known to have died: keep everyone.

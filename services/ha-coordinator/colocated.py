@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.config.models import (
     BrokerConfig, ClusterConnection, Colocated, HaPolicy, Replication, SharedStore, parse_host_port,
 )
@@ -151,7 +152,7 @@ class ColocatedBackups:
             task = asyncio.create_task(self._host(request, config, started))
             self._hosted[request.node_id] = (n, task)
         try:
-            info = await asyncio.wait_for(asyncio.shield(started), START_TIMEOUT_S)
+            info = await wait_for(asyncio.shield(started), START_TIMEOUT_S)
         except Exception as exc:  # it failed to start, or took too long: not a backup anyone may count on
             task.cancel()
             why = f"the backup did not start: {exc or type(exc).__name__}"

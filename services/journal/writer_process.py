@@ -59,6 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
+from meshmq.aio import wait_for
 from meshmq.errors import Reason
 from meshmq.v1 import journal_pb2 as jpb
 
@@ -298,7 +299,7 @@ class WriterProcess:
             self._out.close()
         if self._exited is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._exited), STOP_TIMEOUT_S)
+                await wait_for(asyncio.shield(self._exited), STOP_TIMEOUT_S)
             except asyncio.TimeoutError:
                 pass
         proc = self._proc

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.activation import StaleCopy
 from meshmq.config.defaults import HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
 from meshmq.config.models import BrokerConfig
@@ -98,7 +99,7 @@ class ReplicaRunner:
             await call.write(rpb.ReplicaMessage(hello=rpb.ReplicaHello(
                 node_name=self.config.name, instance_id=self.instance_id, group_name=self._group,
                 connector=self._connector())))
-            first = await asyncio.wait_for(call.read(), self._ack_timeout * 4)
+            first = await wait_for(call.read(), self._ack_timeout * 4)
             if first is grpc.aio.EOF or first.WhichOneof("kind") != "welcome":
                 return
             welcome = first.welcome
@@ -138,7 +139,7 @@ class ReplicaRunner:
         pumping = asyncio.create_task(pump())
         try:
             while True:
-                msg = await asyncio.wait_for(inbox.get(), self._ack_timeout)  # the live pings when idle
+                msg = await wait_for(inbox.get(), self._ack_timeout)  # the live pings when idle
                 if isinstance(msg, Exception):
                     raise msg
                 if msg is grpc.aio.EOF:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
 from meshmq.transport import has_cluster_credential, read_hello
@@ -257,7 +258,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             del snapshot
             while True:
                 try:
-                    msg = await asyncio.wait_for(replica.out.get(), self._ack_timeout / 2)
+                    msg = await wait_for(replica.out.get(), self._ack_timeout / 2)
                 except (TimeoutError, asyncio.TimeoutError):
                     msg = rpb.PrimaryMessage(ping=rpb.ReplicationPing())
                 if msg is None:
@@ -274,8 +275,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._paused = []
         try:
             if self._in_flight:
-                await asyncio.wait_for(asyncio.gather(*self._in_flight, return_exceptions=True), self._sync_timeout)
-            snapshot, epoch = await asyncio.wait_for(asyncio.to_thread(_read_store, self._path), self._sync_timeout)
+                await wait_for(asyncio.gather(*self._in_flight, return_exceptions=True), self._sync_timeout)
+            snapshot, epoch = await wait_for(asyncio.to_thread(_read_store, self._path), self._sync_timeout)
             self._replica = replica
         finally:
             paused, self._paused = self._paused, None
@@ -299,7 +300,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         try:
             while True:
                 try:
-                    msg = await asyncio.wait_for(inbox.get(), self._ack_timeout)
+                    msg = await wait_for(inbox.get(), self._ack_timeout)
                 except (TimeoutError, asyncio.TimeoutError):
                     if replica.waiting:
                         self._lose(replica, f"no acknowledgement for {self._ack_timeout:.1f} s")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.config.models import ClusterConnection
 from meshmq.routing_names import store_and_forward_queue_name
 from meshmq.v1 import cluster_pb2 as cpb
@@ -145,6 +146,7 @@ class Bridge:
             except (asyncio.CancelledError, Exception):
                 pass
         self._detach()
+        self._close_channel()
         self.broker.remote.drop(self)
 
     # ------------------------------------------------------------ the store-and-forward queue
@@ -207,20 +209,29 @@ class Bridge:
         return retry_delays(self.cc.retry_interval, self.cc.retry_interval_multiplier, self.cc.max_retry_interval)
 
     async def _connect_and_serve(self) -> None:
-        self._channel = self._identity.open(self.endpoint)
+        # A new channel per attempt (one in TRANSIENT_FAILURE would fail the hello at
+        # once), opened before the last one is closed, so the two share gRPC's
+        # connection to the target and its backoff carries over: against a target
+        # that accepts TCP but never answers (frozen), each fresh connection would
+        # time out at gRPC's first connect deadline (min-reconnect-backoff, 100 ms)
+        # with UNAVAILABLE, before call-timeout could ever apply.
+        previous, self._channel = self._channel, self._identity.open(self.endpoint)
         stub = cgrpc.ClusterStub(self._channel)
         call = stub.Link(metadata=self._identity.metadata)
         self._call = call
         timeout = self.cc.call_timeout / 1000
         try:
-            await asyncio.wait_for(call.write(self._identity.hello(
+            await wait_for(call.write(self._identity.hello(
                 self.cc_name, self.broker.node_id, self._node_name, max_hops=self.cc.max_hops,
                 scale_down=self._scale_down, check_period_ms=self.cc.check_period)), timeout)
-            first = await asyncio.wait_for(call.read(), timeout)
+            first = await wait_for(call.read(), timeout)
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
                 raise LinkRefused(exc.details()) from None
             raise
+        finally:
+            if previous is not None:
+                await previous.close()
         if first is grpc.aio.EOF or first.WhichOneof("kind") != "welcome":
             raise ConnectionError("the target ended the link before welcoming it")
         welcome = first.welcome
@@ -257,7 +268,7 @@ class Bridge:
         """What the target says; nothing at all (not even a ping) for connection-ttl breaks the link."""
         ttl = self.cc.connection_ttl / 1000
         while True:
-            resp = await asyncio.wait_for(call.read(), ttl)
+            resp = await wait_for(call.read(), ttl)
             if resp is grpc.aio.EOF:
                 raise ConnectionError("the target closed the link")
             kind = resp.WhichOneof("kind")
@@ -325,6 +336,8 @@ class Bridge:
         if self._call is not None:
             self._call.cancel()
             self._call = None
+
+    def _close_channel(self) -> None:
         if self._channel is not None:
             asyncio.ensure_future(self._channel.close())
             self._channel = None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from meshmq.aio import wait_for
 from meshmq.config.models import ClusterConnection, ScaleDown
 from meshmq.routing_names import INTERNAL_PREFIX
 from meshmq.runtime import ScaleDownFailed
@@ -78,9 +79,9 @@ async def probe(endpoint: str, identity: LinkIdentity, node_id: str, node_name: 
     channel = identity.open(endpoint)
     try:
         call = cgrpc.ClusterStub(channel).Link(metadata=identity.metadata)
-        await asyncio.wait_for(call.write(identity.hello(SCALE_DOWN, node_id, node_name, max_hops=0,
+        await wait_for(call.write(identity.hello(SCALE_DOWN, node_id, node_name, max_hops=0,
                                                          scale_down=True)), PROBE_TIMEOUT_S)
-        first = await asyncio.wait_for(call.read(), PROBE_TIMEOUT_S)
+        first = await wait_for(call.read(), PROBE_TIMEOUT_S)
         call.cancel()
     except grpc.aio.AioRpcError as exc:
         return f"{exc.code().name}: {exc.details()}"
@@ -121,7 +122,7 @@ async def _move_all(config: BrokerConfig, broker: Broker, endpoint: str, identit
     bridge = Bridge(broker, SCALE_DOWN, cc, endpoint, identity=identity, node_name=config.name, scale_down=True)
     bridge.start()
     try:
-        await asyncio.wait_for(bridge.connected.wait(), PROBE_TIMEOUT_S * 2)
+        await wait_for(bridge.connected.wait(), PROBE_TIMEOUT_S * 2)
         target = bridge.target_node_id
         sf_name = bridge.store_and_forward_queue().name
         queues = [q for q in broker.queues.values() if q.name != sf_name and not q.temporary]
