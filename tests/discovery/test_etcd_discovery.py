@@ -11,6 +11,7 @@ broadcast-period before the kill; etcd checks for lapsed leases every 500 ms.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
@@ -110,6 +111,33 @@ async def _announce_list_watch_update_and_leave(core, watcher, rec, live, backup
     await eventually(lambda: rec.downs() == ["backup-1", "live-1"], 2, "live-1 to leave")
 
 
+@contextlib.asynccontextmanager
+async def cut_off_watcher(etcd, cluster: str, grace_ms: int, *node_ids_: str):
+    """Nodes announced over their own connection to etcd, watched by a watcher whose
+    connection goes through a TcpProxy the test cuts and heals (etcd stays up).
+    `grace_ms` is the watcher's refresh-timeout: how long a resync keeps a missing node."""
+    proxy = TcpProxy(etcd.endpoint).start()
+    announcing = core_for(etcd.endpoint)
+    watching = DiscoveryCore(EtcdBackend([proxy.endpoint]), refresh_timeout_ms=grace_ms)
+    watcher = TopologyWatcher(watching, cluster, refresh_timeout_ms=grace_ms)
+    rec = Recorder(watcher)
+    announcers = {n: Announcer(announcing, cluster_node(n, cluster, 61616 + i), broadcast_period_ms=BP_MS,
+                               refresh_timeout_ms=RT_MS) for i, n in enumerate(node_ids_)}
+    try:
+        for announcer in announcers.values():
+            await announcer.start()
+        assert node_ids(await watcher.wait_ready(len(announcers))) == set(node_ids_)
+        yield proxy, announcing, watcher, rec, announcers
+    finally:
+        for announcer in announcers.values():
+            await asyncio.wait_for(announcer.stop(), 10)
+        await asyncio.wait_for(rec.close(), 5)
+        await asyncio.wait_for(watcher.close(), 5)
+        await asyncio.wait_for(watching.close(), 5)
+        await asyncio.wait_for(announcing.close(), 5)
+        proxy.close()
+
+
 async def test_a_node_leaving_while_the_watch_is_cut_is_gone_as_soon_as_it_resumes(etcd_session):
     """The watcher's connection to etcd is cut (etcd stays up) while a node
     leaves. On reconnecting, the watcher learns of the leave from etcd's
@@ -117,23 +145,10 @@ async def test_a_node_leaving_while_the_watch_is_cut_is_gone_as_soon_as_it_resum
     refresh-timeout (here 10 s), since a node missing from a listing may only
     not have announced itself again yet."""
     grace_ms = 10_000
-    proxy = TcpProxy(etcd_session.endpoint).start()
-    announcing = core_for(etcd_session.endpoint)
-    watching = DiscoveryCore(EtcdBackend([proxy.endpoint]), refresh_timeout_ms=grace_ms)
-    watcher = TopologyWatcher(watching, "cut-leave", refresh_timeout_ms=grace_ms)
-    rec = Recorder(watcher)
-    stays = Announcer(announcing, cluster_node("stays", "cut-leave", 61616), broadcast_period_ms=BP_MS,
-                      refresh_timeout_ms=RT_MS)
-    leaves = Announcer(announcing, cluster_node("leaves", "cut-leave", 61617), broadcast_period_ms=BP_MS,
-                       refresh_timeout_ms=RT_MS)
-    try:
-        await stays.start()
-        await leaves.start()
-        assert node_ids(await watcher.wait_ready(2)) == {"stays", "leaves"}
-
+    async with cut_off_watcher(etcd_session, "cut-leave", grace_ms, "stays", "leaves") as (proxy, _, watcher, rec, nodes):
         proxy.cut()
         await eventually(lambda: not watcher.available, 5, "the watcher to notice the cut")
-        await leaves.stop()  # through its own, intact connection: the key is deleted now
+        await nodes["leaves"].stop()  # through its own, intact connection: the key is deleted now
         proxy.heal()
         healed_at = time.monotonic()
         await eventually(lambda: watcher.available, 10, "the watch to resume")
@@ -141,14 +156,6 @@ async def test_a_node_leaving_while_the_watch_is_cut_is_gone_as_soon_as_it_resum
         assert rec.first(dpb.NODE_DOWN, "leaves") - healed_at < grace_ms / 1000 / 2
         assert node_ids(watcher.nodes()) == {"stays"}
         assert rec.downs() == ["leaves"]
-    finally:
-        await asyncio.wait_for(stays.stop(), 10)
-        await asyncio.wait_for(leaves.stop(), 10)
-        await asyncio.wait_for(rec.close(), 5)
-        await asyncio.wait_for(watcher.close(), 5)
-        await asyncio.wait_for(watching.close(), 5)
-        await asyncio.wait_for(announcing.close(), 5)
-        proxy.close()
 
 
 async def test_a_watch_whose_gap_was_compacted_resumes_from_a_listing(etcd_session, caplog):
@@ -157,19 +164,11 @@ async def test_a_watch_whose_gap_was_compacted_resumes_from_a_listing(etcd_sessi
     the resync's grace (the watcher's refresh-timeout) runs out."""
     caplog.set_level(logging.INFO, logger="meshmq.discovery.etcd")
     grace_ms = 3000
-    proxy = TcpProxy(etcd_session.endpoint).start()
-    announcing = core_for(etcd_session.endpoint)
-    watching = DiscoveryCore(EtcdBackend([proxy.endpoint]), refresh_timeout_ms=grace_ms)
-    watcher = TopologyWatcher(watching, "cut-compacted", refresh_timeout_ms=grace_ms)
-    rec = Recorder(watcher)
-    leaves = Announcer(announcing, cluster_node("leaves", "cut-compacted"), broadcast_period_ms=BP_MS,
-                       refresh_timeout_ms=RT_MS)
-    try:
-        await leaves.start()
-        assert node_ids(await watcher.wait_ready(1)) == {"leaves"}
+    async with cut_off_watcher(etcd_session, "cut-compacted", grace_ms, "leaves") as (proxy, announcing, watcher,
+                                                                                      rec, nodes):
         proxy.cut()
         await eventually(lambda: not watcher.available, 5, "the watcher to notice the cut")
-        await leaves.stop()
+        await nodes["leaves"].stop()
         client = announcing.backend.client
         await client.put(b"/meshmq-test/compaction-marker", b"x")
         await client.compact((await client.get(b"/meshmq-test/compaction-marker")).mod_revision)
@@ -179,13 +178,6 @@ async def test_a_watch_whose_gap_was_compacted_resumes_from_a_listing(etcd_sessi
         await eventually(lambda: rec.first(dpb.NODE_DOWN, "leaves"), grace_ms / 1000 + SLACK_S + 2, "the grace to end")
         assert rec.first(dpb.NODE_DOWN, "leaves") - healed_at >= grace_ms / 1000 - 1
         assert any("was compacted" in r.getMessage() for r in caplog.records), caplog.text
-    finally:
-        await asyncio.wait_for(leaves.stop(), 10)
-        await asyncio.wait_for(rec.close(), 5)
-        await asyncio.wait_for(watcher.close(), 5)
-        await asyncio.wait_for(watching.close(), 5)
-        await asyncio.wait_for(announcing.close(), 5)
-        proxy.close()
 
 
 async def test_clusters_do_not_see_each_other(etcd_session, watch):
