@@ -80,7 +80,7 @@ async def probe(endpoint: str, identity: LinkIdentity, node_id: str, node_name: 
     try:
         call = cgrpc.ClusterStub(channel).Link(metadata=identity.metadata)
         await wait_for(call.write(identity.hello(SCALE_DOWN, node_id, node_name, max_hops=0,
-                                                         scale_down=True)), PROBE_TIMEOUT_S)
+                                                 scale_down=True)), PROBE_TIMEOUT_S)
         first = await wait_for(call.read(), PROBE_TIMEOUT_S)
         call.cancel()
     except grpc.aio.AioRpcError as exc:
