@@ -170,8 +170,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 state.bridges.add(
                     cluster_connection=bridge.cc_name, endpoint=bridge.endpoint,
                     target_node_id=bridge.target_node_id, target_node_name=bridge.target_node_name,
-                    state=bridge.state, problem=bridge.problem, routed=bridge.routed, forwarded=bridge.forwarded, batches=bridge.batches,
-                    confirmed=bridge.confirmed, pending=bridge.pending, retries=bridge.retries,
+                    state=bridge.state, problem=bridge.problem, routed=bridge.routed, forwarded=bridge.forwarded,
+                    batches=bridge.batches, confirmed=bridge.confirmed, pending=bridge.pending, retries=bridge.retries,
                     store_and_forward_queue=sf.name if sf is not None else "",
                 )
             for rb in sorted(b.remote.all(), key=lambda r: (r.address, r.queue, r.node_name)):
