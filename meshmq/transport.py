@@ -68,12 +68,18 @@ _KEEPALIVE = [
 _ACCEPT_KEEPALIVE = [
     ("grpc.http2.min_ping_interval_without_data_ms", 500),  # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS
 ]
-_RECONNECT = [
-    # Reconnect soon after the peer comes back (gRPC's default backoff grows to 120 s).
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 1_000),
-]
+# Reconnect soon after the peer comes back (gRPC's default backoff grows to 120 s).
+RECONNECT_BACKOFF_MS = {
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1_000,
+    # Despite its name, gRPC reads this one as the *minimum connect timeout*:
+    # the time each connection attempt (TCP and TLS handshakes) is given. At
+    # 100 ms a TLS handshake over a 120 ms round trip, or on a loaded host,
+    # failed every attempt until the backoff outgrew it. A refused connection
+    # still fails at once and is retried after the backoff above.
+    "grpc.min_reconnect_backoff_ms": 5_000,
+}
+_RECONNECT = list(RECONNECT_BACKOFF_MS.items())
 
 
 def credentials_metadata(username: str, password: str) -> tuple[tuple[str, str], ...]:

@@ -41,6 +41,7 @@ from google.protobuf import json_format
 
 from meshmq.aio import wait_for
 from meshmq.config.models import parse_host_port
+from meshmq.transport import RECONNECT_BACKOFF_MS
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .errors import DiscoveryError, DiscoveryUnavailableError, NodeIdInUseError
@@ -150,10 +151,7 @@ class EtcdBackend:
         self.client = aetcd.Client(
             host=host, port=port, timeout=request_timeout_s, username=username, password=password,
             options={
-                # Reconnect within a second of etcd coming back (gRPC's default backoff grows to 120 s).
-                "grpc.initial_reconnect_backoff_ms": 100,
-                "grpc.min_reconnect_backoff_ms": 100,
-                "grpc.max_reconnect_backoff_ms": 1000,
+                **RECONNECT_BACKOFF_MS,
                 # etcd refuses pings more often than every 5 s (--grpc-keepalive-min-time).
                 "grpc.keepalive_time_ms": 10_000,
                 "grpc.keepalive_timeout_ms": 5_000,

@@ -164,3 +164,30 @@ def test_certs_refuses_to_overwrite_or_to_issue_without_a_ca(tmp_path):
     bad_host = run("issue", "--ca-dir", tmp_path / "ca", "--dir", tmp_path, "--name", "n", "--host", "a b")
     assert bad_host.returncode != 0 and "neither an IP address nor a host name" in bad_host.stderr
     assert not (tmp_path / "n.pem").exists()
+
+
+async def test_a_tls_handshake_slower_than_100_ms_completes_at_the_first_attempt(nodes, certs):
+    """Over a 2 x 80 ms link a TLS handshake takes ~0.3 s. gRPC gives each
+    connection attempt `grpc.min_reconnect_backoff_ms` (its minimum connect
+    timeout); at 100 ms every attempt failed half-way and a new connection
+    was opened until the backoff outgrew the handshake."""
+    import grpc
+
+    from meshmq.aio import wait_for
+    from meshmq.transport import channel_credentials, open_channel
+    from tests.fixtures.tcp_proxy import TcpProxy
+
+    node = nodes.router("tls-far", extra=f"""
+        acceptors:
+          - {{name: tls, host: 127.0.0.1, port: 0, ssl-enabled: true,
+              cert-path: {certs / 'server.pem'}, key-path: {certs / 'server-key.pem'}}}
+        """)
+    link = TcpProxy(node.endpoint, delay=0.08).start()
+    channel = open_channel(link.endpoint, credentials=channel_credentials(certs / "ca" / "ca.pem"))
+    try:
+        await wait_for(channel.channel_ready(), 10)
+        assert channel.get_state() is grpc.ChannelConnectivity.READY
+        assert link.accepted == 1, f"{link.accepted} connections opened for one channel"
+    finally:
+        await channel.close()
+        link.close()
