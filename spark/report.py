@@ -78,6 +78,20 @@ def run_report(
         raise
 
 
+def after_retention(nodes: list[NodeStore], since: int, until: int) -> tuple[int, str | None]:
+    """The window's start, moved to where every store still has all of its
+    events (journal.event-retention deletes the oldest): before that, a
+    message's ENQUEUED may be gone while its acknowledgement is not, and the
+    audit would call it an anomaly. With a note saying so, when it moved."""
+    pruned = [n for n in nodes if n.kept_from is not None and n.kept_from > since]
+    if not pruned:
+        return since, None
+    horizon = max(n.kept_from for n in pruned)
+    names = ", ".join(n.node_name for n in pruned)
+    return min(horizon, until), (f"the window starts at {iso(horizon)}: event retention deleted the events "
+                                 f"before it on {names} (journal.event-retention)")
+
+
 def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int, offenders_limit: int,
          step: Callable[[str], None]) -> dict:
     from pyspark import StorageLevel
@@ -94,6 +108,9 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     with_events = [n for n in nodes if n.events]
     since = window.since if window.since is not None else min(n.first_ts for n in with_events)
     until = window.until if window.until is not None else max(n.last_ts for n in with_events) + 1
+    since, retention_note = after_retention(nodes, since, until)
+    if retention_note:
+        notes.append(retention_note)
     seconds = max(until - since, 1) / 1000.0
 
     # Order matters on a live store. The bounds (taken above) come first, then

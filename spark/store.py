@@ -65,6 +65,8 @@ class NodeStore:
     messages: int
     first_message_id: int | None
     last_message_id: int | None
+    # Event retention deleted every event before this instant (ms; None: nothing deleted).
+    kept_from: int | None = None
 
     @property
     def display(self) -> str:
@@ -152,10 +154,11 @@ def open_store(spark, store: Store, since: int | None = None) -> NodeStore:
     for row in catalog_rows:
         columns.setdefault(row["table_name"], set()).add(row["column_name"])
     # The version first: an older journal is best named by its version, then by what it lacks.
-    node = None
+    node, state = None, {}
     if {"key", "value"} <= columns.get("node_state", set()):
         state_rows = _collect(spark, store, 'SELECT "key", "value" FROM node_state', "key STRING, value STRING", "node_state")
-        node = check_node_state(store.display, {r["key"]: r["value"] for r in state_rows})
+        state = {r["key"]: r["value"] for r in state_rows}
+        node = check_node_state(store.display, state)
     check_catalog(store.display, columns)
     assert node is not None  # check_catalog refused a store without node_state.key/value
     node_id, node_name = node
@@ -187,6 +190,7 @@ def open_store(spark, store: Store, since: int | None = None) -> NodeStore:
         messages=int(bounds["messages"] or 0),
         first_message_id=bounds["first_mid"],
         last_message_id=bounds["last_mid"],
+        kept_from=int(state["events_kept_from"]) if state.get("events_kept_from") else None,
     )
 
 

@@ -75,6 +75,11 @@ JOURNAL_LISTEN_HOST: Final = "127.0.0.1"
 JOURNAL_LISTEN_PORT: Final = 61626
 # journal.ssl-enabled: the router talks TLS to a remote journal.
 JOURNAL_SSL_ENABLED: Final = False
+# journal.event-retention: ms the event log (analytics) keeps an event; -1 = for ever.
+# A week: a weekly report's worth, while the log stays bounded (2 rows per message).
+JOURNAL_EVENT_RETENTION: Final = 7 * 24 * 3600 * 1000
+# journal.event-retention-scan-period: ms between two looks for events past retention.
+JOURNAL_EVENT_RETENTION_SCAN_PERIOD: Final = 60_000
 # journal.jdbc-lock-renew-period: how often the live renews its lease on a shared store (ms; Artemis).
 JDBC_LOCK_RENEW_PERIOD: Final = 2000
 # journal.jdbc-lock-expiration: how long a lease lasts unrenewed before a backup may take the store (ms; Artemis).

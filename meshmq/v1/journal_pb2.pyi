@@ -179,7 +179,7 @@ class Event(_message.Message):
     def __init__(self, timestamp: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., address: _Optional[str] = ..., queue: _Optional[str] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., message_timestamp: _Optional[int] = ..., from_node_id: _Optional[str] = ..., from_message_id: _Optional[int] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages", "add_paged", "delete_paged", "update_paged_delivery_counts", "purge_paged")
+    __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages", "add_paged", "delete_paged", "update_paged_delivery_counts", "purge_paged", "prune_events")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     RESERVE_MESSAGE_IDS_TO_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +202,7 @@ class AppendRequest(_message.Message):
     DELETE_PAGED_FIELD_NUMBER: _ClassVar[int]
     UPDATE_PAGED_DELIVERY_COUNTS_FIELD_NUMBER: _ClassVar[int]
     PURGE_PAGED_FIELD_NUMBER: _ClassVar[int]
+    PRUNE_EVENTS_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     epoch: int
     reserve_message_ids_to: int
@@ -224,7 +225,16 @@ class AppendRequest(_message.Message):
     delete_paged: _containers.RepeatedCompositeFieldContainer[MessageRef]
     update_paged_delivery_counts: _containers.RepeatedCompositeFieldContainer[MessageRef]
     purge_paged: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ..., add_paged: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ..., delete_paged: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., update_paged_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., purge_paged: _Optional[_Iterable[int]] = ...) -> None: ...
+    prune_events: PruneEvents
+    def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ..., add_paged: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ..., delete_paged: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., update_paged_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., purge_paged: _Optional[_Iterable[int]] = ..., prune_events: _Optional[_Union[PruneEvents, _Mapping]] = ...) -> None: ...
+
+class PruneEvents(_message.Message):
+    __slots__ = ("before_ts", "max_rows")
+    BEFORE_TS_FIELD_NUMBER: _ClassVar[int]
+    MAX_ROWS_FIELD_NUMBER: _ClassVar[int]
+    before_ts: int
+    max_rows: int
+    def __init__(self, before_ts: _Optional[int] = ..., max_rows: _Optional[int] = ...) -> None: ...
 
 class PagedMessage(_message.Message):
     __slots__ = ("queue_id", "message_id", "size", "delivery_count", "data", "timestamp")
@@ -279,16 +289,18 @@ class CopyLargeMessage(_message.Message):
     def __init__(self, from_message_id: _Optional[int] = ..., to_message_id: _Optional[int] = ...) -> None: ...
 
 class AppendResponse(_message.Message):
-    __slots__ = ("request_id", "ok", "reason", "message")
+    __slots__ = ("request_id", "ok", "reason", "message", "pruned_events")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PRUNED_EVENTS_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     ok: bool
     reason: str
     message: str
-    def __init__(self, request_id: _Optional[int] = ..., ok: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    pruned_events: int
+    def __init__(self, request_id: _Optional[int] = ..., ok: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., pruned_events: _Optional[int] = ...) -> None: ...
 
 class ReadLargeMessageRequest(_message.Message):
     __slots__ = ("message_id", "from_seq", "max_chunks")

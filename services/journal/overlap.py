@@ -10,7 +10,7 @@ transaction of a row the earlier one inserted and has not committed finds
 nothing: the acknowledgement would be lost and the message come back at
 recovery. So two transactions overlap only when they mention disjoint
 messages and duplicate ids, and hold nothing but rows (no definitions, no
-large messages, no paged purge, no id reservation): anything else waits for
+large messages, no paged purge, no id reservation, no event pruning): anything else waits for
 the transactions before it, as it always did.
 
 Paging adds one more rule: a router reads a queue's page as "the stored
@@ -51,7 +51,7 @@ def footprint(batch: list[jpb.AppendRequest]) -> Footprint | None:
     for r in batch:
         if (r.reserve_message_ids_to or r.add_addresses or r.add_queues or r.add_large_chunks
                 or r.copy_large_messages or r.delete_large_messages or r.delete_queues
-                or r.delete_addresses or r.purge_paged):
+                or r.delete_addresses or r.purge_paged or r.HasField("prune_events")):
             return None
         ids.update(m.message_id for m in r.add_messages)
         ids.update(p.message_id for p in r.add_paged)

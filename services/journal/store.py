@@ -352,6 +352,18 @@ class JournalStore:
             ),
             "del_queue": stmt("DELETE FROM {queues} WHERE {queue_id} = ?"),
             "del_address": stmt("DELETE FROM {addresses} WHERE {name} = ?"),
+            # Event retention: the oldest event, the (max_rows+1)-th oldest before the
+            # cutoff, and how far a previous prune went.
+            "prune_bounds": stmt(
+                "SELECT (SELECT min({ts}) FROM {events}), "
+                "(SELECT {ts} FROM {events} WHERE {ts} < ? ORDER BY {ts} LIMIT 1 OFFSET ?), "
+                "(SELECT {value} FROM {node_state} WHERE {key} = 'events_kept_from')"),
+            # PostgreSQL answers a pipelined DELETE's row count only with its results: count them.
+            "prune": stmt("WITH gone AS (DELETE FROM {events} WHERE {ts} < ? RETURNING 1) SELECT count(*) FROM gone")
+            if pg else stmt("DELETE FROM {events} WHERE {ts} < ?"),
+            "set_kept_from": stmt(
+                "INSERT INTO {node_state} ({key}, {value}) VALUES ('events_kept_from', ?) "
+                "ON CONFLICT ({key}) DO UPDATE SET {value} = excluded.{value}"),
         }
         dup = s.duplicate_ids
         if self._backend == "sqlite":
@@ -457,6 +469,8 @@ class JournalStore:
                 self._apply_rows(conn, cur, group)
                 group = []
             self._apply_rows(conn, cur, [req])
+            if req.HasField("prune_events"):
+                out[-1].pruned_events = self._prune_events(cur, req.prune_events)
         if group:
             self._apply_rows(conn, cur, group)
         return out
@@ -564,6 +578,26 @@ class JournalStore:
         ]
         if rows:
             multi["add_event"].run(cur, rows)
+
+    def _prune_events(self, cur, prune: jpb.PruneEvents) -> int:
+        """Delete the oldest events before `prune.before_ts`, about `max_rows` of
+        them, whole milliseconds at a time: what is left is always every event
+        from some instant on, recorded as node_state `events_kept_from`, where
+        analytics starts reading (an acknowledgement whose ENQUEUED was pruned
+        is then outside the window, not an anomaly). Returns how many went."""
+        oldest, nth, kept_from = cur.execute(self._sql["prune_bounds"], (prune.before_ts, prune.max_rows)).fetchone()
+        if oldest is None or oldest >= prune.before_ts:
+            bound, pruned = prune.before_ts, 0  # nothing before the cutoff (any more)
+        else:
+            # Fewer than max_rows + 1 before the cutoff: all of them. Otherwise up to the
+            # millisecond of the (max_rows+1)-th, or past it when that is the oldest one
+            # (a single millisecond holding more than max_rows goes whole).
+            bound = prune.before_ts if nth is None else nth if nth > oldest else nth + 1
+            cur.execute(self._sql["prune"], (bound,))
+            pruned = cur.fetchone()[0] if self._backend == "postgresql" else cur.rowcount
+        if kept_from is None or bound > int(kept_from):
+            cur.execute(self._sql["set_kept_from"], (str(bound),))
+        return pruned
 
     # ---------------------------------------------------------------- reads
 
@@ -776,6 +810,7 @@ def _only_rows(r: jpb.AppendRequest) -> bool:
         or r.delete_large_messages
         or r.delete_queues
         or r.delete_addresses
+        or r.HasField("prune_events")
     )
 
 

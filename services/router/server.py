@@ -30,6 +30,7 @@ from .broker import Broker
 from .cluster.link_service import BackupRequests, ClusterServicer
 from .cluster.manager import ClusterConnections
 from .cluster.scale_down import choose_target, scale_down
+from .event_retention import EventRetention
 from .management import ManagementServicer
 from .requests import open_session, session_command
 from .routing import ANYCAST, MULTICAST
@@ -146,6 +147,8 @@ class RouterNode:
         self.endpoints: list[str] = []
         self.topology = ClientTopology(rebalance_on_join=config.rebalance_cluster_clients)
         self._reaper: asyncio.Task | None = None
+        self.event_retention: EventRetention | None = None
+        self._pruner: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None
         # Where a backup waits to take this node's store over ("" = none known; ha-policy).
@@ -196,6 +199,11 @@ class RouterNode:
         self.cluster.start(self.endpoints)
         await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())
+        j = self.config.journal
+        if self.broker.persistence_enabled and j.event_retention > 0:
+            self.event_retention = EventRetention(self.broker.batch, self.broker.stored, j.event_retention,
+                                                  j.event_retention_scan_period)
+            self._pruner = asyncio.create_task(self.event_retention.run(), name="event-retention")
         log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
         return self.endpoints
 
@@ -256,8 +264,9 @@ class RouterNode:
         await scale_down(self.config, self.broker, endpoint)
 
     async def stop(self, grace: float = 2.0) -> None:
-        if self._reaper is not None:
-            self._reaper.cancel()
+        for task in (self._reaper, self._pruner):
+            if task is not None:
+                task.cancel()
         await self.cluster.stop()
         if self.links is not None:
             self.links.close()

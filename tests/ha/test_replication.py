@@ -25,12 +25,13 @@ MANAGER = ("manager: {{properties: {{connect-string: '{etcd}', session-ms: {sess
 
 
 def pair(nodes: Nodes, etcd, ns: str = "t", start_backup: bool = True, session_ms: int = 2000,
-         backup_keys: str = "", manager: str = "") -> tuple:
+         backup_keys: str = "", manager: str = "", journal: str = "") -> tuple:
     """A primary and its backup (started in that order), each on a port picked now;
-    `manager` replaces the etcd one (the HA coordinator's tests)."""
+    `manager` replaces the etcd one (the HA coordinator's tests); `journal`, the
+    journal section of both (one line of YAML)."""
     ports = {"primary": free_port(), "backup": free_port()}
     manager = manager or MANAGER.format(etcd=etcd.endpoint, ns=ns, session=session_ms)
-    common = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
+    common = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n" + (journal and journal + "\n")
     primary = nodes.router("primary", extra=(
         f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {ports['primary']}}}\n"
         f"ha-policy:\n  replication:\n    primary: {{{manager}}}\n" + common))
@@ -239,6 +240,28 @@ async def test_kill_9_of_the_primary_during_the_backups_copy_keeps_every_message
         await asyncio.to_thread(primary.start)
         serving = primary
     assert await drain(serving, 3000) == list(range(3000))
+
+
+async def test_event_retention_on_the_primary_prunes_the_backups_copy_too(nodes, etcd):
+    """The prune is an append like any other: the backup applies the same one,
+    so its copy keeps the same events and says where they start."""
+    import sqlite3
+
+    primary, backup = pair(nodes, etcd, journal="journal: {event-retention: 5000, event-retention-scan-period: 200}")
+    await in_sync(primary, backup)
+    await send(primary, 0, 20)
+
+    def log_of(proc) -> tuple[int, str | None]:
+        with sqlite3.connect(f"file:{nodes.tmp / f'{proc.name}-data' / 'journal.db'}?mode=ro", uri=True) as db:
+            (n,) = db.execute("SELECT count(*) FROM events").fetchone()
+            kept = db.execute("SELECT value FROM node_state WHERE key = 'events_kept_from'").fetchone()
+        return n, kept and kept[0]
+
+    assert log_of(backup)[0] == 20  # the 20 ENQUEUED, streamed
+    await eventually(lambda: log_of(primary)[0] == 0 and log_of(backup)[0] == 0, 20, "both logs pruned")
+    await eventually(lambda: log_of(backup) == log_of(primary), 5, "the same start on both")
+    assert log_of(backup)[1] is not None
+    assert await drain(primary, 20) == list(range(20))  # the messages themselves stay
 
 
 async def test_an_etcd_restart_under_load_moves_nothing_and_the_backup_still_takes_over(nodes, etcd):

@@ -94,9 +94,10 @@ def test_the_same_duplicate_id_waits_other_ids_overlap():
         jpb.AppendRequest(delete_queues=[7]),
         jpb.AppendRequest(delete_addresses=["b"]),
         jpb.AppendRequest(purge_paged=[7]),
+        jpb.AppendRequest(prune_events=jpb.PruneEvents(before_ts=1000, max_rows=10)),
     ],
     ids=["reserve", "address", "queue", "large-chunk", "large-copy", "large-delete", "delete-queue",
-         "delete-address", "purge-paged"],
+         "delete-address", "purge-paged", "prune-events"],
 )
 def test_a_transaction_holding_anything_but_rows_overlaps_nothing(definition):
     # even with nothing in common: these are rare, and reasoning about them is not worth it
