@@ -582,19 +582,20 @@ class JournalStore:
     def _prune_events(self, cur, prune: jpb.PruneEvents) -> int:
         """Delete the oldest events before `prune.before_ts`, about `max_rows` of
         them, whole milliseconds at a time: what is left is always every event
-        from some instant on, recorded as node_state `events_kept_from`, where
-        analytics starts reading (an acknowledgement whose ENQUEUED was pruned
-        is then outside the window, not an anomaly). Returns how many went."""
+        from some instant on. That instant is recorded as node_state
+        `events_kept_from` when something was deleted (an idle store claims
+        nothing), and analytics starts reading there (an acknowledgement whose
+        ENQUEUED was pruned is then outside the window, not an anomaly).
+        Returns how many went."""
         oldest, nth, kept_from = cur.execute(self._sql["prune_bounds"], (prune.before_ts, prune.max_rows)).fetchone()
         if oldest is None or oldest >= prune.before_ts:
-            bound, pruned = prune.before_ts, 0  # nothing before the cutoff (any more)
-        else:
-            # Fewer than max_rows + 1 before the cutoff: all of them. Otherwise up to the
-            # millisecond of the (max_rows+1)-th, or past it when that is the oldest one
-            # (a single millisecond holding more than max_rows goes whole).
-            bound = prune.before_ts if nth is None else nth if nth > oldest else nth + 1
-            cur.execute(self._sql["prune"], (bound,))
-            pruned = cur.fetchone()[0] if self._backend == "postgresql" else cur.rowcount
+            return 0  # nothing before the cutoff (any more)
+        # Fewer than max_rows + 1 before the cutoff: all of them. Otherwise up to the
+        # millisecond of the (max_rows+1)-th, or past it when that is the oldest one
+        # (a single millisecond holding more than max_rows goes whole).
+        bound = prune.before_ts if nth is None else nth if nth > oldest else nth + 1
+        cur.execute(self._sql["prune"], (bound,))
+        pruned = cur.fetchone()[0] if self._backend == "postgresql" else cur.rowcount
         if kept_from is None or bound > int(kept_from):
             cur.execute(self._sql["set_kept_from"], (str(bound),))
         return pruned

@@ -59,6 +59,10 @@ class EventRetention:
     async def run(self) -> None:
         while True:
             await asyncio.sleep(self.scan_period_ms / 1000)
-            n = await self.prune_once()
+            try:
+                n = await self.prune_once()
+            except Exception as exc:  # noqa: BLE001 - a journal failure halts the node; the next scan retries otherwise
+                log.warning("event retention: prune failed (%s); trying again in %d ms", exc, self.scan_period_ms)
+                continue
             if n:
                 log.info("event retention: deleted %d events older than %d ms", n, self.retention_ms)

@@ -62,7 +62,8 @@ def test_pruning_deletes_the_oldest_whole_milliseconds_until_the_cutoff(store_ur
     # 400 rows at a time is 133 whole milliseconds (399 rows); the millisecond
     # holding 1,500 goes whole; the cutoff is exclusive.
     assert answers[0] == 399 and 1500 in answers and sum(answers) == 4500
-    assert event_stamps(st) == [5000, 5001] and kept_from(st) == 5000
+    # Where the last deletion ended: after the millisecond 2000 (nothing between it and 5000).
+    assert event_stamps(st) == [5000, 5001] and kept_from(st) == 2001
     assert st.count("messages") == 1  # the live state is not the event log
     st.close()
 
@@ -70,6 +71,8 @@ def test_pruning_deletes_the_oldest_whole_milliseconds_until_the_cutoff(store_ur
 def test_a_prune_from_an_older_epoch_deletes_nothing(store_url):  # noqa: F811
     st, epoch = activated(store_url)
     with_events(st, epoch, [10, 20, 30])
+    assert prune(st, epoch, before_ts=5, max_rows=100).pruned_events == 0
+    assert kept_from(st) is None  # nothing deleted, nothing claimed
     st.activate(epoch + 1)  # a backup took the store over
     answer = prune(st, epoch, before_ts=1000, max_rows=100)
     assert not answer.ok and answer.reason == "FENCED"
