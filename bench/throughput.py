@@ -181,6 +181,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each mode, each on a fresh node")
     ap.add_argument("--secure", action="store_true", help="TLS, authentication and authorization on (docs/security.md)")
     ap.add_argument("--journal-url", help="a PostgreSQL URL: each run on a fresh database beside it")
+    ap.add_argument("--no-event-log", action="store_true",
+                    help="journal.event-log-enabled: false (no ENQUEUED/ACKNOWLEDGED rows for analytics)")
     args = ap.parse_args()
     modes = args.modes.split(",")
     for mode in modes:
@@ -197,7 +199,7 @@ def main() -> None:
         window = parse_mode(mode)[2]
         for _ in range(args.repeat):
             with tempfile.TemporaryDirectory(prefix="meshmq-bench-") as tmp, fresh_database(args.journal_url) as db:
-                journal = f"  url: {db}\n" if db else ""
+                journal = (f"  url: {db}\n" if db else "") + ("  event-log-enabled: false\n" if args.no_event_log else "")
                 options = []
                 if args.secure:
                     make_certs(Path(tmp))

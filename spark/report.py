@@ -273,7 +273,7 @@ def _refuse_empty(nodes: list[NodeStore]) -> None:
         plural = "s have" if len(nodes) > 1 else " has"
         raise AnalyticsError(
             f"store{plural} no events: {names} (a journal is empty until its broker stores a durable message "
-            f"in a durable queue)"
+            f"in a durable queue, and stays so with journal.event-log-enabled: false)"
         )
 
 

@@ -75,6 +75,8 @@ JOURNAL_LISTEN_HOST: Final = "127.0.0.1"
 JOURNAL_LISTEN_PORT: Final = 61626
 # journal.ssl-enabled: the router talks TLS to a remote journal.
 JOURNAL_SSL_ENABLED: Final = False
+# journal.event-log-enabled: write the event log analytics reads (ENQUEUED, ACKNOWLEDGED, ...).
+JOURNAL_EVENT_LOG_ENABLED: Final = True
 # journal.event-retention: ms the event log (analytics) keeps an event; -1 = for ever.
 # A week: a weekly report's worth, while the log stays bounded (2 rows per message).
 JOURNAL_EVENT_RETENTION: Final = 7 * 24 * 3600 * 1000

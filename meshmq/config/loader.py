@@ -232,6 +232,7 @@ acceptors:
 journal:
   url: null            # null = sqlite file <data-directory>/{defaults.JOURNAL_SQLITE_FILE}
   sync: {b(defaults.JOURNAL_SYNC)}           # confirm only after the commit reached disk
+  event-log-enabled: {b(defaults.JOURNAL_EVENT_LOG_ENABLED)}   # the event log analytics reads: two rows per durable message
   event-retention: {defaults.JOURNAL_EVENT_RETENTION}   # ms the event log (analytics) keeps an event (7 days); -1 = for ever
 
 metrics:               # Prometheus GET /metrics on HTTP (docs/metrics.md)

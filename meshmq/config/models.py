@@ -244,7 +244,9 @@ class Journal(_Model):
     # Shared store (ha-policy shared-store): the live's lease on the store (Artemis's JDBC lock).
     jdbc_lock_renew_period: Annotated[int, Field(gt=0)] = defaults.JDBC_LOCK_RENEW_PERIOD
     jdbc_lock_expiration: Annotated[int, Field(gt=0)] = defaults.JDBC_LOCK_EXPIRATION
-    # The event log analytics reads: events older than this are deleted (docs/journal-schema.md).
+    # The event log analytics reads (docs/journal-schema.md): whether it is written,
+    # and after how long its events are deleted (still pruned when no longer written).
+    event_log_enabled: bool = defaults.JOURNAL_EVENT_LOG_ENABLED
     event_retention: Annotated[int, Field(ge=-1), AfterValidator(_not_zero("keeping every event"))] = (
         defaults.JOURNAL_EVENT_RETENTION)
     event_retention_scan_period: Annotated[int, Field(gt=0)] = defaults.JOURNAL_EVENT_RETENTION_SCAN_PERIOD

@@ -76,8 +76,11 @@ class Broker:
         persistence_enabled: bool = True,
         global_max_size: int = -1,
         id_cache_max_bytes: int = -1,
+        event_log: bool = True,
     ) -> None:
         self.name = name
+        # journal.event-log-enabled: write the event log analytics reads (two rows per message).
+        self.event_log = event_log
         self.journal = journal
         self.settings = address_settings.resolve
         # Some address may have address-full-policy BLOCK: sends must be looked at (producer_flow.py).
@@ -175,6 +178,8 @@ class Broker:
         return self.batcher.commit_future()
 
     def event(self, kind: int, ref: Ref, now: int = 0) -> None:
+        if not self.event_log:
+            return
         m = ref.msg
         self.batcher.batch().events.add(
             timestamp=now or now_ms(),
@@ -657,7 +662,8 @@ class Broker:
             if persisted:
                 if not msg.inline:
                     batch.add_refs.add(queue_id=q.id, message_id=msg.id)
-                _enqueued_event(batch, now, msg, q.name)
+                if self.event_log:
+                    _enqueued_event(batch, now, msg, q.name)
         if queues:  # in memory from now: a full address must see what is on its way in
             msg.refs += len(queues)
             held = msg.size * len(queues)
@@ -668,7 +674,8 @@ class Broker:
             data = msg.proto.SerializeToString()
             for q in paged:
                 batch.add_paged.add(queue_id=q.id, message_id=msg.id, size=msg.size, timestamp=msg.timestamp, data=data)
-                _enqueued_event(batch, now, msg, q.name)
+                if self.event_log:
+                    _enqueued_event(batch, now, msg, q.name)
                 ref = Ref(msg, q, 0, True)
                 ref.paged = True  # a placeholder until the commit: enqueue counts it into the page
                 q.incoming += 1
@@ -897,10 +904,11 @@ class Broker:
                 msg.persisted = False
             else:
                 batch.delete_refs.add(queue_id=q.id, message_id=msg.id)
-            batch.events.add(
-                timestamp=now_ms(), kind=kind, address=msg.address, queue=q.name, message_id=msg.id,
-                size=msg.size, delivery_count=ref.delivery_count, message_timestamp=msg.timestamp,
-            )
+            if self.event_log:
+                batch.events.add(
+                    timestamp=now_ms(), kind=kind, address=msg.address, queue=q.name, message_id=msg.id,
+                    size=msg.size, delivery_count=ref.delivery_count, message_timestamp=msg.timestamp,
+                )
             if ref.paged:
                 return
         if msg.refs == 0:

@@ -142,6 +142,7 @@ class RouterNode:
             id_cache_max_bytes=config.id_cache_max_bytes,
             persistence_enabled=config.persistence_enabled,
             global_max_size=global_max_size(config.global_max_size),
+            event_log=config.journal.event_log_enabled,
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []

@@ -131,3 +131,34 @@ async def test_a_router_deletes_events_older_than_its_retention(nodes):
     with sqlite3.connect(db) as conn:
         (kept,) = conn.execute("SELECT value FROM node_state WHERE key = 'events_kept_from'").fetchone()
     assert first < int(kept) <= sent
+
+
+async def test_with_the_event_log_off_messages_are_stored_and_no_event_is(nodes):
+    """journal.event-log-enabled: false — the store keeps what recovery needs
+    (a restart gives back what was not acknowledged) and writes no event row."""
+    node = nodes.router("no-log", extra="""
+        journal:
+          event-log-enabled: false
+        """)
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        p = await s.create_producer("quiet.q")
+        for i in range(10):
+            await p.send(b"m%d" % i, routing_type="anycast")
+        c = await s.create_consumer("quiet.q")
+        for i in range(4):
+            m = await c.receive(5)
+            assert m.body == b"m%d" % i
+            c.ack(m)
+        await s.close()  # acknowledgements are stored when the session closes, at the latest
+    node.stop()
+    node.start()
+    async with await connect(node.url) as conn:
+        c = await (await conn.session()).create_consumer("quiet.q")
+        got = []
+        while (m := await c.receive(2)) is not None:
+            got.append(m.body)
+            c.ack(m)
+    assert got == [b"m%d" % i for i in range(4, 10)]
+    with sqlite3.connect(nodes.tmp / "no-log-data" / "journal.db") as db:
+        assert db.execute("SELECT count(*) FROM events").fetchone() == (0,)

@@ -59,6 +59,7 @@ def test_empty_file_is_all_defaults(in_tmp: Path) -> None:
     assert cfg.acceptors == (Acceptor(name="grpc", host="127.0.0.1", port=61616),)
     assert cfg.journal.url is None and cfg.journal.address is None
     assert cfg.journal.sync is True and cfg.journal.max_batch_records == 5000
+    assert cfg.journal.event_log_enabled is True
     assert (cfg.journal.event_retention, cfg.journal.event_retention_scan_period) == (7 * 24 * 3600 * 1000, 60_000)
     assert (cfg.journal.listen.host, cfg.journal.listen.port) == ("127.0.0.1", 61626)
     assert cfg.addresses == {} and cfg.address_settings == {}
