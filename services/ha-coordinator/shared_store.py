@@ -132,8 +132,16 @@ class SharedStoreLease:
         self.expiration = config.journal.jdbc_lock_expiration / 1000
         url = make_url(config.journal.url)
         self.description = f"shared store {url.render_as_string(hide_password=True)}"
+        # A transaction on the lease row left open by a node that froze or was cut
+        # off between its statements (a renewal's UPDATE sent, its COMMIT not)
+        # holds the row lock until PostgreSQL notices the connection is gone —
+        # TCP keep-alive, hours — and every backup's look at the row waits on
+        # it: no takeover. PostgreSQL ends such a session after half the lease's
+        # expiration; a healthy node's transactions are idle for milliseconds.
+        idle_ms = max(100, int(self.expiration * 1000 / 2))
         self._engine = create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1,
-                                     connect_args={"connect_timeout": max(1, int(self.expiration / 2))})
+                                     connect_args={"connect_timeout": max(1, int(self.expiration / 2)),
+                                                   "options": f"-c idle_in_transaction_session_timeout={idle_ms}"})
         self.epoch_floor = 0
         self._ready = False
         self._keeper: asyncio.Task | None = None  # renews from activation to release
