@@ -58,7 +58,8 @@ def test_pruning_deletes_the_oldest_whole_milliseconds_until_the_cutoff(store_ur
         assert answer.ok
         answers.append(answer.pruned_events)
         # What is left is every event from some instant on, and the store says which.
-        assert event_stamps(st) == sorted(ts for ts in stamps if ts >= kept_from(st))
+        since = kept_from(st)
+        assert event_stamps(st) == sorted(ts for ts in stamps if ts >= since)
     # 400 rows at a time is 133 whole milliseconds (399 rows); the millisecond
     # holding 1,500 goes whole; the cutoff is exclusive.
     assert answers[0] == 399 and 1500 in answers and sum(answers) == 4500
