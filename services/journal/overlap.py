@@ -42,6 +42,15 @@ class Footprint:
     paged_queues: frozenset[int]
 
 
+def only_rows(r: jpb.AppendRequest) -> bool:
+    """True when a request holds nothing but message rows, references, delivery
+    counts, paged rows, duplicate ids and events: the journal applies such
+    requests together in one set of multi-row statements (store._apply_rows)."""
+    return not (r.reserve_message_ids_to or r.add_addresses or r.add_queues or r.add_large_chunks
+                or r.copy_large_messages or r.delete_large_messages or r.delete_queues
+                or r.delete_addresses or r.HasField("prune_events"))
+
+
 def footprint(batch: list[jpb.AppendRequest]) -> Footprint | None:
     """The messages and duplicate ids `batch` mentions; None when it holds
     anything else, which must not overlap any other transaction."""
@@ -49,9 +58,7 @@ def footprint(batch: list[jpb.AppendRequest]) -> Footprint | None:
     dups: set[tuple[str, str]] = set()
     paged: set[int] = set()
     for r in batch:
-        if (r.reserve_message_ids_to or r.add_addresses or r.add_queues or r.add_large_chunks
-                or r.copy_large_messages or r.delete_large_messages or r.delete_queues
-                or r.delete_addresses or r.purge_paged or r.HasField("prune_events")):
+        if not only_rows(r) or r.purge_paged:  # a paged purge groups with rows, but overlaps nothing
             return None
         ids.update(m.message_id for m in r.add_messages)
         ids.update(p.message_id for p in r.add_paged)

@@ -25,6 +25,7 @@ from meshmq.errors import FencedError, InvalidRequestError, Reason
 from meshmq.v1 import journal_pb2 as jpb
 
 from . import schema as s
+from .overlap import only_rows
 
 log = logging.getLogger("meshmq.journal")
 
@@ -462,7 +463,7 @@ class JournalStore:
                 )
                 continue
             out.append(jpb.AppendResponse(request_id=req.request_id, ok=True))
-            if _only_rows(req):
+            if only_rows(req):
                 group.append(req)
                 continue
             if group:
@@ -481,7 +482,7 @@ class JournalStore:
 
         Several requests go together only when each holds nothing but message
         rows, references, delivery counts, duplicate ids and events
-        (`_only_rows`): ids are never reused, so adding every request's rows
+        (`overlap.only_rows`): ids are never reused, so adding every request's rows
         before deleting any gives what applying them one by one would, with a
         fraction of the statements. Definitions and large messages are applied
         one request at a time.
@@ -798,21 +799,6 @@ def _by_queue(refs) -> dict[int, list[tuple[int]]]:
     for f in refs:
         grouped.setdefault(f.queue_id, []).append((f.message_id,))
     return grouped
-
-
-def _only_rows(r: jpb.AppendRequest) -> bool:
-    """True when a request may be applied together with its neighbours (see _apply_rows)."""
-    return not (
-        r.reserve_message_ids_to
-        or r.add_addresses
-        or r.add_queues
-        or r.add_large_chunks
-        or r.copy_large_messages
-        or r.delete_large_messages
-        or r.delete_queues
-        or r.delete_addresses
-        or r.HasField("prune_events")
-    )
 
 
 def _failed(req: jpb.AppendRequest, reason: Reason, message: str) -> jpb.AppendResponse:

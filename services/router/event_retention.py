@@ -38,7 +38,6 @@ class EventRetention:
         self.retention_ms = retention_ms
         self.scan_period_ms = scan_period_ms
         self._clock = clock
-        self.pruned = 0
 
     async def prune_once(self) -> int:
         """Delete every event older than the retention now; how many went."""
@@ -52,7 +51,6 @@ class EventRetention:
             if not answer.ok:  # the node halts on a refused append (Broker.halt): nothing more to do
                 return total
             total += answer.pruned_events
-            self.pruned += answer.pruned_events
             if answer.pruned_events == 0:
                 return total
 

@@ -148,7 +148,6 @@ class RouterNode:
         self.endpoints: list[str] = []
         self.topology = ClientTopology(rebalance_on_join=config.rebalance_cluster_clients)
         self._reaper: asyncio.Task | None = None
-        self.event_retention: EventRetention | None = None
         self._pruner: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None
@@ -202,9 +201,9 @@ class RouterNode:
         self._reaper = asyncio.create_task(self._expiry_loop())
         j = self.config.journal
         if self.broker.persistence_enabled and j.event_retention > 0:
-            self.event_retention = EventRetention(self.broker.batch, self.broker.stored, j.event_retention,
-                                                  j.event_retention_scan_period)
-            self._pruner = asyncio.create_task(self.event_retention.run(), name="event-retention")
+            retention = EventRetention(self.broker.batch, self.broker.stored, j.event_retention,
+                                       j.event_retention_scan_period)
+            self._pruner = asyncio.create_task(retention.run(), name="event-retention")
         log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
         return self.endpoints
 
