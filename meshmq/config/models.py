@@ -251,6 +251,17 @@ class Journal(_Model):
         defaults.JOURNAL_EVENT_RETENTION)
     event_retention_scan_period: Annotated[int, Field(gt=0)] = defaults.JOURNAL_EVENT_RETENTION_SCAN_PERIOD
 
+    @property
+    def stuck_transaction_timeout(self) -> int:
+        """How long (ms) PostgreSQL lets one of this node's write sessions sit
+        idle inside a transaction before ending it: half the lease's
+        `jdbc-lock-expiration`. A node frozen or cut off between a
+        transaction's statements keeps that transaction's row locks (the lease
+        row, the epoch row) until PostgreSQL notices the connection is gone —
+        TCP keep-alive, hours — and a shared-store backup could not take over
+        meanwhile; a healthy node's transactions are idle for milliseconds."""
+        return max(100, self.jdbc_lock_expiration // 2)
+
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None, info: ValidationInfo) -> str | None:

@@ -50,6 +50,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from meshmq.activation import FAILED_BACK, LEASE_LOST
 from meshmq.config.models import BrokerConfig
+from meshmq.pg_sessions import stuck_transaction_options
 
 log = logging.getLogger("meshmq.ha")
 
@@ -132,16 +133,12 @@ class SharedStoreLease:
         self.expiration = config.journal.jdbc_lock_expiration / 1000
         url = make_url(config.journal.url)
         self.description = f"shared store {url.render_as_string(hide_password=True)}"
-        # A transaction on the lease row left open by a node that froze or was cut
-        # off between its statements (a renewal's UPDATE sent, its COMMIT not)
-        # holds the row lock until PostgreSQL notices the connection is gone —
-        # TCP keep-alive, hours — and every backup's look at the row waits on
-        # it: no takeover. PostgreSQL ends such a session after half the lease's
-        # expiration; a healthy node's transactions are idle for milliseconds.
-        idle_ms = max(100, int(self.expiration * 1000 / 2))
+        # A renewal's UPDATE sent and its COMMIT not (a node frozen or cut off
+        # between them) would keep every backup's look at the lease row waiting:
+        # the session ends after Journal.stuck_transaction_timeout.
+        stuck = stuck_transaction_options(config.journal.stuck_transaction_timeout)
         self._engine = create_engine(url, pool_pre_ping=True, pool_size=1, max_overflow=1,
-                                     connect_args={"connect_timeout": max(1, int(self.expiration / 2)),
-                                                   "options": f"-c idle_in_transaction_session_timeout={idle_ms}"})
+                                     connect_args={"connect_timeout": max(1, int(self.expiration / 2)), **stuck})
         self.epoch_floor = 0
         self._ready = False
         self._keeper: asyncio.Task | None = None  # renews from activation to release

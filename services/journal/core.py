@@ -22,14 +22,19 @@ log = logging.getLogger("meshmq.journal")
 
 
 class JournalCore:
-    def __init__(self, url: str, *, sync: bool = True, max_batch_records: int = 5000) -> None:
+    def __init__(self, url: str, *, sync: bool = True, max_batch_records: int = 5000,
+                 stuck_transaction_ms: int = 0) -> None:
         self.url = url
         self.sync = sync
         # Reads (open, recovery, large-message bodies) use this store; every
         # write goes through the writer process, started once the node id is known.
+        # Only the writer's sessions are ended when stuck in a transaction (they hold
+        # the epoch row FOR SHARE, which a backup's activation must update);
+        # recovery's paged read is one long transaction that takes no row lock.
         self.store = JournalStore(url, sync=sync)
         self.writer: WriterProcess | None = None
         self._max_batch_records = max_batch_records
+        self._stuck_transaction_ms = stuck_transaction_ms
         self._starting = asyncio.Lock()  # two Opens at once start one writer process
         # Observed once per SQL transaction (the writer process reports each), read at scrape time.
         self.transaction_appends = Histogram(
@@ -52,7 +57,7 @@ class JournalCore:
             if self.writer is None:
                 writer = WriterProcess(
                     self.url, sync=self.sync, node_id=resp.node_id, max_batch_records=self._max_batch_records,
-                    on_transaction=self._transaction,
+                    stuck_transaction_ms=self._stuck_transaction_ms, on_transaction=self._transaction,
                 )
                 await asyncio.to_thread(writer.start)
                 await writer.attach()

@@ -19,7 +19,8 @@ def open_core(config: BrokerConfig):
     from .core import JournalCore
 
     j = config.journal
-    return JournalCore(config.journal_url(), sync=j.sync, max_batch_records=j.max_batch_records)
+    return JournalCore(config.journal_url(), sync=j.sync, max_batch_records=j.max_batch_records,
+                       stuck_transaction_ms=j.stuck_transaction_timeout)
 
 
 async def run_journal(

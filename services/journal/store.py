@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from meshmq.errors import FencedError, InvalidRequestError, Reason
+from meshmq.pg_sessions import stuck_transaction_options
 from meshmq.v1 import journal_pb2 as jpb
 
 from . import schema as s
@@ -70,8 +71,9 @@ def _sqlite_pragmas(sync: bool):
     return on_connect
 
 
-def create_store_engine(url: str, *, sync: bool = True) -> Engine:
-    """An engine for a journal URL: SQLite (file, WAL) or PostgreSQL (psycopg 3)."""
+def create_store_engine(url: str, *, sync: bool = True, stuck_transaction_ms: int = 0) -> Engine:
+    """An engine for a journal URL: SQLite (file, WAL) or PostgreSQL (psycopg 3).
+    `stuck_transaction_ms` (PostgreSQL, > 0): see stuck_transaction_options."""
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
@@ -84,6 +86,8 @@ def create_store_engine(url: str, *, sync: bool = True) -> Engine:
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         connect_args: dict = {"connect_timeout": 5}
+        if stuck_transaction_ms > 0:
+            connect_args.update(stuck_transaction_options(stuck_transaction_ms))
         engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
         if not sync:
             event.listen(engine, "connect", lambda c, _r: c.execute("SET synchronous_commit = off"))
@@ -94,9 +98,9 @@ def create_store_engine(url: str, *, sync: bool = True) -> Engine:
 class JournalStore:
     """One node's durable state in SQL. See docs/journal-schema.md."""
 
-    def __init__(self, url: str, *, sync: bool = True) -> None:
+    def __init__(self, url: str, *, sync: bool = True, stuck_transaction_ms: int = 0) -> None:
         self.url = url
-        self.engine = create_store_engine(url, sync=sync)
+        self.engine = create_store_engine(url, sync=sync, stuck_transaction_ms=stuck_transaction_ms)
         self.node_id = ""
         self._backend = self.engine.dialect.name
         self._prepare_statements()

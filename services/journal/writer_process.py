@@ -178,11 +178,13 @@ class WriterProcess:
     in a thread), then `attach` on the loop, then `submit` appends."""
 
     def __init__(self, url: str, *, sync: bool, node_id: str, max_batch_records: int = 5000,
+                 stuck_transaction_ms: int = 0,
                  on_transaction: Callable[[int, int, float], None] | None = None) -> None:
         # Told (appends, records, seconds in SQL) once per transaction, on the owner's loop.
         self._on_transaction = on_transaction
         self._settings = json.dumps(
-            {"url": url, "sync": sync, "node_id": node_id, "max_batch_records": max_batch_records}
+            {"url": url, "sync": sync, "node_id": node_id, "max_batch_records": max_batch_records,
+             "stuck_transaction_ms": stuck_transaction_ms}
         ).encode()
         self._proc: subprocess.Popen | None = None
         self._out: asyncio.WriteTransport | None = None
@@ -421,7 +423,8 @@ def main() -> int:
         return 0
     settings = json.loads(first[0])
     try:
-        store = JournalStore(settings["url"], sync=settings["sync"])
+        store = JournalStore(settings["url"], sync=settings["sync"],
+                             stuck_transaction_ms=int(settings.get("stuck_transaction_ms") or 0))
         store.node_id = settings["node_id"]
         store.ping()
     except Exception as exc:  # noqa: BLE001 - reported to the owner in one line
