@@ -24,59 +24,59 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshmq/v1/journal.proto\x12\tmeshmq.v1\" \n\x0bOpenRequest\x12\x11\n\tnode_name\x18\x01 \x01(\t\"n\n\x0cOpenResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x17\n\x0fnext_message_id\x18\x03 \x01(\x04\x12\r\n\x05store\x18\x04 \x01(\t\x12\x16\n\x0eschema_version\x18\x05 \x01(\r\" \n\x0f\x41\x63tivateRequest\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"!\n\x10\x41\x63tivateResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"\x1c\n\x0bLoadRequest\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"\x8f\x02\n\x0cLoadResponse\x12+\n\taddresses\x18\x01 \x03(\x0b\x32\x18.meshmq.v1.AddressRecord\x12&\n\x06queues\x18\x02 \x03(\x0b\x32\x16.meshmq.v1.QueueRecord\x12\x33\n\rduplicate_ids\x18\x03 \x03(\x0b\x32\x1c.meshmq.v1.DuplicateIdRecord\x12*\n\x08messages\x18\x04 \x03(\x0b\x32\x18.meshmq.v1.StoredMessage\x12#\n\x04refs\x18\x05 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12$\n\x05paged\x18\x06 \x03(\x0b\x32\x15.meshmq.v1.PagedQueue\"J\n\rAddressRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rrouting_types\x18\x02 \x01(\r\x12\x14\n\x0c\x61uto_created\x18\x03 \x01(\x08\"z\n\x0bQueueRecord\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\x14\n\x0crouting_type\x18\x04 \x01(\r\x12\x0e\n\x06\x66ilter\x18\x05 \x01(\t\x12\x14\n\x0c\x61uto_created\x18\x06 \x01(\x08\"\x9c\x01\n\rStoredMessage\x12\x12\n\nmessage_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\x0c\n\x04size\x18\x04 \x01(\x04\x12\x11\n\ttimestamp\x18\x05 \x01(\x03\x12\r\n\x05large\x18\x06 \x01(\x08\x12\x10\n\x08queue_id\x18\x07 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x08 \x01(\r\"J\n\nMessageRef\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x12\n\nmessage_id\x18\x02 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x03 \x01(\r\"L\n\x11\x44uplicateIdRecord\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x14\n\x0c\x64uplicate_id\x18\x02 \x01(\t\x12\x10\n\x08position\x18\x03 \x01(\x04\"B\n\x11LargeMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xe2\x01\n\x05\x45vent\x12\x11\n\ttimestamp\x18\x01 \x01(\x03\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.meshmq.v1.EventKind\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x12\n\nmessage_id\x18\x05 \x01(\x04\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x07 \x01(\r\x12\x19\n\x11message_timestamp\x18\x08 \x01(\x03\x12\x14\n\x0c\x66rom_node_id\x18\t \x01(\t\x12\x17\n\x0f\x66rom_message_id\x18\n \x01(\x04\"\xb6\x07\n\rAppendRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x1e\n\x16reserve_message_ids_to\x18\x03 \x01(\x04\x12/\n\radd_addresses\x18\x04 \x03(\x0b\x32\x18.meshmq.v1.AddressRecord\x12*\n\nadd_queues\x18\x05 \x03(\x0b\x32\x16.meshmq.v1.QueueRecord\x12.\n\x0c\x61\x64\x64_messages\x18\x06 \x03(\x0b\x32\x18.meshmq.v1.StoredMessage\x12\'\n\x08\x61\x64\x64_refs\x18\x07 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12\x36\n\x10\x61\x64\x64_large_chunks\x18\x08 \x03(\x0b\x32\x1c.meshmq.v1.LargeMessageChunk\x12\x37\n\x11\x61\x64\x64_duplicate_ids\x18\t \x03(\x0b\x32\x1c.meshmq.v1.DuplicateIdRecord\x12:\n\x14\x64\x65lete_duplicate_ids\x18\n \x03(\x0b\x32\x1c.meshmq.v1.DuplicateIdRecord\x12\x35\n\x16update_delivery_counts\x18\x0b \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12*\n\x0b\x64\x65lete_refs\x18\x0c \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12\x17\n\x0f\x64\x65lete_messages\x18\r \x03(\x04\x12\x15\n\rdelete_queues\x18\x0e \x03(\x04\x12\x18\n\x10\x64\x65lete_addresses\x18\x0f \x03(\t\x12 \n\x06\x65vents\x18\x10 \x03(\x0b\x32\x10.meshmq.v1.Event\x12\x38\n\x13\x63opy_large_messages\x18\x11 \x03(\x0b\x32\x1b.meshmq.v1.CopyLargeMessage\x12\x1d\n\x15\x64\x65lete_large_messages\x18\x12 \x03(\x04\x12*\n\tadd_paged\x18\x13 \x03(\x0b\x32\x17.meshmq.v1.PagedMessage\x12+\n\x0c\x64\x65lete_paged\x18\x14 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12;\n\x1cupdate_paged_delivery_counts\x18\x15 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12\x13\n\x0bpurge_paged\x18\x16 \x03(\x04\x12,\n\x0cprune_events\x18\x17 \x01(\x0b\x32\x16.meshmq.v1.PruneEvents\"2\n\x0bPruneEvents\x12\x11\n\tbefore_ts\x18\x01 \x01(\x03\x12\x10\n\x08max_rows\x18\x02 \x01(\r\"{\n\x0cPagedMessage\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x12\n\nmessage_id\x18\x02 \x01(\x04\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x04 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x11\n\ttimestamp\x18\x06 \x01(\x03\"f\n\x0fReadPageRequest\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x18\n\x10\x61\x66ter_message_id\x18\x02 \x01(\x04\x12\x14\n\x0cmax_messages\x18\x03 \x01(\r\x12\x11\n\tmax_bytes\x18\x04 \x01(\x04\"=\n\x10ReadPageResponse\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.meshmq.v1.PagedMessage\"?\n\nPagedQueue\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x10\n\x08messages\x18\x02 \x01(\x04\x12\r\n\x05\x62ytes\x18\x03 \x01(\x04\"B\n\x10\x43opyLargeMessage\x12\x17\n\x0f\x66rom_message_id\x18\x01 \x01(\x04\x12\x15\n\rto_message_id\x18\x02 \x01(\x04\"h\n\x0e\x41ppendResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x15\n\rpruned_events\x18\x05 \x01(\r\"S\n\x17ReadLargeMessageRequest\x12\x12\n\nmessage_id\x18\x01 \x01(\x04\x12\x10\n\x08\x66rom_seq\x18\x02 \x01(\r\x12\x12\n\nmax_chunks\x18\x03 \x01(\r*\x83\x01\n\tEventKind\x12\x1a\n\x16\x45VENT_KIND_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x45NQUEUED\x10\x01\x12\r\n\tDELIVERED\x10\x02\x12\x10\n\x0c\x41\x43KNOWLEDGED\x10\x03\x12\x0b\n\x07\x45XPIRED\x10\x04\x12\x11\n\rDEAD_LETTERED\x10\x05\x12\x0b\n\x07REMOVED\x10\x06\x32\xa2\x03\n\x07Journal\x12\x37\n\x04Open\x12\x16.meshmq.v1.OpenRequest\x1a\x17.meshmq.v1.OpenResponse\x12\x43\n\x08\x41\x63tivate\x12\x1a.meshmq.v1.ActivateRequest\x1a\x1b.meshmq.v1.ActivateResponse\x12\x39\n\x04Load\x12\x16.meshmq.v1.LoadRequest\x1a\x17.meshmq.v1.LoadResponse0\x01\x12\x41\n\x06\x41ppend\x12\x18.meshmq.v1.AppendRequest\x1a\x19.meshmq.v1.AppendResponse(\x01\x30\x01\x12V\n\x10ReadLargeMessage\x12\".meshmq.v1.ReadLargeMessageRequest\x1a\x1c.meshmq.v1.LargeMessageChunk0\x01\x12\x43\n\x08ReadPage\x12\x1a.meshmq.v1.ReadPageRequest\x1a\x1b.meshmq.v1.ReadPageResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshmq/v1/journal.proto\x12\tmeshmq.v1\" \n\x0bOpenRequest\x12\x11\n\tnode_name\x18\x01 \x01(\t\"\x88\x01\n\x0cOpenResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x17\n\x0fnext_message_id\x18\x03 \x01(\x04\x12\r\n\x05store\x18\x04 \x01(\t\x12\x16\n\x0eschema_version\x18\x05 \x01(\r\x12\x18\n\x10\x65vents_kept_from\x18\x06 \x01(\x04\" \n\x0f\x41\x63tivateRequest\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"!\n\x10\x41\x63tivateResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"\x1c\n\x0bLoadRequest\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\"\x8f\x02\n\x0cLoadResponse\x12+\n\taddresses\x18\x01 \x03(\x0b\x32\x18.meshmq.v1.AddressRecord\x12&\n\x06queues\x18\x02 \x03(\x0b\x32\x16.meshmq.v1.QueueRecord\x12\x33\n\rduplicate_ids\x18\x03 \x03(\x0b\x32\x1c.meshmq.v1.DuplicateIdRecord\x12*\n\x08messages\x18\x04 \x03(\x0b\x32\x18.meshmq.v1.StoredMessage\x12#\n\x04refs\x18\x05 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12$\n\x05paged\x18\x06 \x03(\x0b\x32\x15.meshmq.v1.PagedQueue\"J\n\rAddressRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rrouting_types\x18\x02 \x01(\r\x12\x14\n\x0c\x61uto_created\x18\x03 \x01(\x08\"z\n\x0bQueueRecord\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\x14\n\x0crouting_type\x18\x04 \x01(\r\x12\x0e\n\x06\x66ilter\x18\x05 \x01(\t\x12\x14\n\x0c\x61uto_created\x18\x06 \x01(\x08\"\x9c\x01\n\rStoredMessage\x12\x12\n\nmessage_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\x0c\n\x04size\x18\x04 \x01(\x04\x12\x11\n\ttimestamp\x18\x05 \x01(\x03\x12\r\n\x05large\x18\x06 \x01(\x08\x12\x10\n\x08queue_id\x18\x07 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x08 \x01(\r\"J\n\nMessageRef\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x12\n\nmessage_id\x18\x02 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x03 \x01(\r\"L\n\x11\x44uplicateIdRecord\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x14\n\x0c\x64uplicate_id\x18\x02 \x01(\t\x12\x10\n\x08position\x18\x03 \x01(\x04\"B\n\x11LargeMessageChunk\x12\x12\n\nmessage_id\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xe2\x01\n\x05\x45vent\x12\x11\n\ttimestamp\x18\x01 \x01(\x03\x12\"\n\x04kind\x18\x02 \x01(\x0e\x32\x14.meshmq.v1.EventKind\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\x12\r\n\x05queue\x18\x04 \x01(\t\x12\x12\n\nmessage_id\x18\x05 \x01(\x04\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x07 \x01(\r\x12\x19\n\x11message_timestamp\x18\x08 \x01(\x03\x12\x14\n\x0c\x66rom_node_id\x18\t \x01(\t\x12\x17\n\x0f\x66rom_message_id\x18\n \x01(\x04\"\xb6\x07\n\rAppendRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x12\x1e\n\x16reserve_message_ids_to\x18\x03 \x01(\x04\x12/\n\radd_addresses\x18\x04 \x03(\x0b\x32\x18.meshmq.v1.AddressRecord\x12*\n\nadd_queues\x18\x05 \x03(\x0b\x32\x16.meshmq.v1.QueueRecord\x12.\n\x0c\x61\x64\x64_messages\x18\x06 \x03(\x0b\x32\x18.meshmq.v1.StoredMessage\x12\'\n\x08\x61\x64\x64_refs\x18\x07 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12\x36\n\x10\x61\x64\x64_large_chunks\x18\x08 \x03(\x0b\x32\x1c.meshmq.v1.LargeMessageChunk\x12\x37\n\x11\x61\x64\x64_duplicate_ids\x18\t \x03(\x0b\x32\x1c.meshmq.v1.DuplicateIdRecord\x12:\n\x14\x64\x65lete_duplicate_ids\x18\n \x03(\x0b\x32\x1c.meshmq.v1.DuplicateIdRecord\x12\x35\n\x16update_delivery_counts\x18\x0b \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12*\n\x0b\x64\x65lete_refs\x18\x0c \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12\x17\n\x0f\x64\x65lete_messages\x18\r \x03(\x04\x12\x15\n\rdelete_queues\x18\x0e \x03(\x04\x12\x18\n\x10\x64\x65lete_addresses\x18\x0f \x03(\t\x12 \n\x06\x65vents\x18\x10 \x03(\x0b\x32\x10.meshmq.v1.Event\x12\x38\n\x13\x63opy_large_messages\x18\x11 \x03(\x0b\x32\x1b.meshmq.v1.CopyLargeMessage\x12\x1d\n\x15\x64\x65lete_large_messages\x18\x12 \x03(\x04\x12*\n\tadd_paged\x18\x13 \x03(\x0b\x32\x17.meshmq.v1.PagedMessage\x12+\n\x0c\x64\x65lete_paged\x18\x14 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12;\n\x1cupdate_paged_delivery_counts\x18\x15 \x03(\x0b\x32\x15.meshmq.v1.MessageRef\x12\x13\n\x0bpurge_paged\x18\x16 \x03(\x04\x12,\n\x0cprune_events\x18\x17 \x01(\x0b\x32\x16.meshmq.v1.PruneEvents\"2\n\x0bPruneEvents\x12\x11\n\tbefore_ts\x18\x01 \x01(\x03\x12\x10\n\x08max_rows\x18\x02 \x01(\r\"{\n\x0cPagedMessage\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x12\n\nmessage_id\x18\x02 \x01(\x04\x12\x0c\n\x04size\x18\x03 \x01(\x04\x12\x16\n\x0e\x64\x65livery_count\x18\x04 \x01(\r\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x11\n\ttimestamp\x18\x06 \x01(\x03\"f\n\x0fReadPageRequest\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x18\n\x10\x61\x66ter_message_id\x18\x02 \x01(\x04\x12\x14\n\x0cmax_messages\x18\x03 \x01(\r\x12\x11\n\tmax_bytes\x18\x04 \x01(\x04\"=\n\x10ReadPageResponse\x12)\n\x08messages\x18\x01 \x03(\x0b\x32\x17.meshmq.v1.PagedMessage\"?\n\nPagedQueue\x12\x10\n\x08queue_id\x18\x01 \x01(\x04\x12\x10\n\x08messages\x18\x02 \x01(\x04\x12\r\n\x05\x62ytes\x18\x03 \x01(\x04\"B\n\x10\x43opyLargeMessage\x12\x17\n\x0f\x66rom_message_id\x18\x01 \x01(\x04\x12\x15\n\rto_message_id\x18\x02 \x01(\x04\"\x82\x01\n\x0e\x41ppendResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x15\n\rpruned_events\x18\x05 \x01(\r\x12\x18\n\x10\x65vents_kept_from\x18\x06 \x01(\x04\"S\n\x17ReadLargeMessageRequest\x12\x12\n\nmessage_id\x18\x01 \x01(\x04\x12\x10\n\x08\x66rom_seq\x18\x02 \x01(\r\x12\x12\n\nmax_chunks\x18\x03 \x01(\r*\x83\x01\n\tEventKind\x12\x1a\n\x16\x45VENT_KIND_UNSPECIFIED\x10\x00\x12\x0c\n\x08\x45NQUEUED\x10\x01\x12\r\n\tDELIVERED\x10\x02\x12\x10\n\x0c\x41\x43KNOWLEDGED\x10\x03\x12\x0b\n\x07\x45XPIRED\x10\x04\x12\x11\n\rDEAD_LETTERED\x10\x05\x12\x0b\n\x07REMOVED\x10\x06\x32\xa2\x03\n\x07Journal\x12\x37\n\x04Open\x12\x16.meshmq.v1.OpenRequest\x1a\x17.meshmq.v1.OpenResponse\x12\x43\n\x08\x41\x63tivate\x12\x1a.meshmq.v1.ActivateRequest\x1a\x1b.meshmq.v1.ActivateResponse\x12\x39\n\x04Load\x12\x16.meshmq.v1.LoadRequest\x1a\x17.meshmq.v1.LoadResponse0\x01\x12\x41\n\x06\x41ppend\x12\x18.meshmq.v1.AppendRequest\x1a\x19.meshmq.v1.AppendResponse(\x01\x30\x01\x12V\n\x10ReadLargeMessage\x12\".meshmq.v1.ReadLargeMessageRequest\x1a\x1c.meshmq.v1.LargeMessageChunk0\x01\x12\x43\n\x08ReadPage\x12\x1a.meshmq.v1.ReadPageRequest\x1a\x1b.meshmq.v1.ReadPageResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'meshmq.v1.journal_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EVENTKIND']._serialized_start=2989
-  _globals['_EVENTKIND']._serialized_end=3120
+  _globals['_EVENTKIND']._serialized_start=3043
+  _globals['_EVENTKIND']._serialized_end=3174
   _globals['_OPENREQUEST']._serialized_start=38
   _globals['_OPENREQUEST']._serialized_end=70
-  _globals['_OPENRESPONSE']._serialized_start=72
-  _globals['_OPENRESPONSE']._serialized_end=182
-  _globals['_ACTIVATEREQUEST']._serialized_start=184
-  _globals['_ACTIVATEREQUEST']._serialized_end=216
-  _globals['_ACTIVATERESPONSE']._serialized_start=218
-  _globals['_ACTIVATERESPONSE']._serialized_end=251
-  _globals['_LOADREQUEST']._serialized_start=253
-  _globals['_LOADREQUEST']._serialized_end=281
-  _globals['_LOADRESPONSE']._serialized_start=284
-  _globals['_LOADRESPONSE']._serialized_end=555
-  _globals['_ADDRESSRECORD']._serialized_start=557
-  _globals['_ADDRESSRECORD']._serialized_end=631
-  _globals['_QUEUERECORD']._serialized_start=633
-  _globals['_QUEUERECORD']._serialized_end=755
-  _globals['_STOREDMESSAGE']._serialized_start=758
-  _globals['_STOREDMESSAGE']._serialized_end=914
-  _globals['_MESSAGEREF']._serialized_start=916
-  _globals['_MESSAGEREF']._serialized_end=990
-  _globals['_DUPLICATEIDRECORD']._serialized_start=992
-  _globals['_DUPLICATEIDRECORD']._serialized_end=1068
-  _globals['_LARGEMESSAGECHUNK']._serialized_start=1070
-  _globals['_LARGEMESSAGECHUNK']._serialized_end=1136
-  _globals['_EVENT']._serialized_start=1139
-  _globals['_EVENT']._serialized_end=1365
-  _globals['_APPENDREQUEST']._serialized_start=1368
-  _globals['_APPENDREQUEST']._serialized_end=2318
-  _globals['_PRUNEEVENTS']._serialized_start=2320
-  _globals['_PRUNEEVENTS']._serialized_end=2370
-  _globals['_PAGEDMESSAGE']._serialized_start=2372
-  _globals['_PAGEDMESSAGE']._serialized_end=2495
-  _globals['_READPAGEREQUEST']._serialized_start=2497
-  _globals['_READPAGEREQUEST']._serialized_end=2599
-  _globals['_READPAGERESPONSE']._serialized_start=2601
-  _globals['_READPAGERESPONSE']._serialized_end=2662
-  _globals['_PAGEDQUEUE']._serialized_start=2664
-  _globals['_PAGEDQUEUE']._serialized_end=2727
-  _globals['_COPYLARGEMESSAGE']._serialized_start=2729
-  _globals['_COPYLARGEMESSAGE']._serialized_end=2795
-  _globals['_APPENDRESPONSE']._serialized_start=2797
-  _globals['_APPENDRESPONSE']._serialized_end=2901
-  _globals['_READLARGEMESSAGEREQUEST']._serialized_start=2903
-  _globals['_READLARGEMESSAGEREQUEST']._serialized_end=2986
-  _globals['_JOURNAL']._serialized_start=3123
-  _globals['_JOURNAL']._serialized_end=3541
+  _globals['_OPENRESPONSE']._serialized_start=73
+  _globals['_OPENRESPONSE']._serialized_end=209
+  _globals['_ACTIVATEREQUEST']._serialized_start=211
+  _globals['_ACTIVATEREQUEST']._serialized_end=243
+  _globals['_ACTIVATERESPONSE']._serialized_start=245
+  _globals['_ACTIVATERESPONSE']._serialized_end=278
+  _globals['_LOADREQUEST']._serialized_start=280
+  _globals['_LOADREQUEST']._serialized_end=308
+  _globals['_LOADRESPONSE']._serialized_start=311
+  _globals['_LOADRESPONSE']._serialized_end=582
+  _globals['_ADDRESSRECORD']._serialized_start=584
+  _globals['_ADDRESSRECORD']._serialized_end=658
+  _globals['_QUEUERECORD']._serialized_start=660
+  _globals['_QUEUERECORD']._serialized_end=782
+  _globals['_STOREDMESSAGE']._serialized_start=785
+  _globals['_STOREDMESSAGE']._serialized_end=941
+  _globals['_MESSAGEREF']._serialized_start=943
+  _globals['_MESSAGEREF']._serialized_end=1017
+  _globals['_DUPLICATEIDRECORD']._serialized_start=1019
+  _globals['_DUPLICATEIDRECORD']._serialized_end=1095
+  _globals['_LARGEMESSAGECHUNK']._serialized_start=1097
+  _globals['_LARGEMESSAGECHUNK']._serialized_end=1163
+  _globals['_EVENT']._serialized_start=1166
+  _globals['_EVENT']._serialized_end=1392
+  _globals['_APPENDREQUEST']._serialized_start=1395
+  _globals['_APPENDREQUEST']._serialized_end=2345
+  _globals['_PRUNEEVENTS']._serialized_start=2347
+  _globals['_PRUNEEVENTS']._serialized_end=2397
+  _globals['_PAGEDMESSAGE']._serialized_start=2399
+  _globals['_PAGEDMESSAGE']._serialized_end=2522
+  _globals['_READPAGEREQUEST']._serialized_start=2524
+  _globals['_READPAGEREQUEST']._serialized_end=2626
+  _globals['_READPAGERESPONSE']._serialized_start=2628
+  _globals['_READPAGERESPONSE']._serialized_end=2689
+  _globals['_PAGEDQUEUE']._serialized_start=2691
+  _globals['_PAGEDQUEUE']._serialized_end=2754
+  _globals['_COPYLARGEMESSAGE']._serialized_start=2756
+  _globals['_COPYLARGEMESSAGE']._serialized_end=2822
+  _globals['_APPENDRESPONSE']._serialized_start=2825
+  _globals['_APPENDRESPONSE']._serialized_end=2955
+  _globals['_READLARGEMESSAGEREQUEST']._serialized_start=2957
+  _globals['_READLARGEMESSAGEREQUEST']._serialized_end=3040
+  _globals['_JOURNAL']._serialized_start=3177
+  _globals['_JOURNAL']._serialized_end=3595
 # @@protoc_insertion_point(module_scope)

@@ -31,18 +31,20 @@ class OpenRequest(_message.Message):
     def __init__(self, node_name: _Optional[str] = ...) -> None: ...
 
 class OpenResponse(_message.Message):
-    __slots__ = ("node_id", "epoch", "next_message_id", "store", "schema_version")
+    __slots__ = ("node_id", "epoch", "next_message_id", "store", "schema_version", "events_kept_from")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     NEXT_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     STORE_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_KEPT_FROM_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     epoch: int
     next_message_id: int
     store: str
     schema_version: int
-    def __init__(self, node_id: _Optional[str] = ..., epoch: _Optional[int] = ..., next_message_id: _Optional[int] = ..., store: _Optional[str] = ..., schema_version: _Optional[int] = ...) -> None: ...
+    events_kept_from: int
+    def __init__(self, node_id: _Optional[str] = ..., epoch: _Optional[int] = ..., next_message_id: _Optional[int] = ..., store: _Optional[str] = ..., schema_version: _Optional[int] = ..., events_kept_from: _Optional[int] = ...) -> None: ...
 
 class ActivateRequest(_message.Message):
     __slots__ = ("epoch",)
@@ -289,18 +291,20 @@ class CopyLargeMessage(_message.Message):
     def __init__(self, from_message_id: _Optional[int] = ..., to_message_id: _Optional[int] = ...) -> None: ...
 
 class AppendResponse(_message.Message):
-    __slots__ = ("request_id", "ok", "reason", "message", "pruned_events")
+    __slots__ = ("request_id", "ok", "reason", "message", "pruned_events", "events_kept_from")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     OK_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PRUNED_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_KEPT_FROM_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     ok: bool
     reason: str
     message: str
     pruned_events: int
-    def __init__(self, request_id: _Optional[int] = ..., ok: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., pruned_events: _Optional[int] = ...) -> None: ...
+    events_kept_from: int
+    def __init__(self, request_id: _Optional[int] = ..., ok: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., pruned_events: _Optional[int] = ..., events_kept_from: _Optional[int] = ...) -> None: ...
 
 class ReadLargeMessageRequest(_message.Message):
     __slots__ = ("message_id", "from_seq", "max_chunks")

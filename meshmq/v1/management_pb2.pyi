@@ -200,7 +200,7 @@ class GetNodeInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector")
+    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector", "event_log_enabled", "event_retention", "events_kept_from", "events_pruned")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -210,6 +210,10 @@ class NodeInfo(_message.Message):
     HA_POLICY_FIELD_NUMBER: _ClassVar[int]
     GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     BACKUP_CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    EVENT_LOG_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    EVENT_RETENTION_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_KEPT_FROM_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_PRUNED_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     name: str
     version: str
@@ -219,7 +223,11 @@ class NodeInfo(_message.Message):
     ha_policy: str
     group_name: str
     backup_connector: str
-    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ...) -> None: ...
+    event_log_enabled: bool
+    event_retention: int
+    events_kept_from: int
+    events_pruned: int
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ..., event_log_enabled: _Optional[bool] = ..., event_retention: _Optional[int] = ..., events_kept_from: _Optional[int] = ..., events_pruned: _Optional[int] = ...) -> None: ...
 
 class ListAddressesRequest(_message.Message):
     __slots__ = ()

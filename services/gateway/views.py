@@ -45,6 +45,13 @@ class NodeView(BaseModel):
     backup_connector: str = ""
     # For a passive backup: the live that serves its store.
     live: str = ""
+    # The journal's event log (analytics): written?, kept how long (ms, -1 = for
+    # ever), every event from events_kept_from (ms; 0 = none deleted) on still
+    # there, events_pruned deleted since the node started.
+    event_log_enabled: bool = False
+    event_retention: int = 0
+    events_kept_from: int = 0
+    events_pruned: int = 0
 
 
 class QueueView(BaseModel):
@@ -201,7 +208,9 @@ def node_view(reply: Reply) -> NodeView:
     return NodeView(
         up=True, ha_policy=info.ha_policy, epoch=info.epoch, version=info.version, started_at=info.started_at,
         uptime_s=max(0.0, round(time.time() - info.started_at / 1000, 1)) if info.started_at else 0,
-        journal=info.journal, backup_connector=info.backup_connector, **base)
+        journal=info.journal, backup_connector=info.backup_connector, event_log_enabled=info.event_log_enabled,
+        event_retention=info.event_retention, events_kept_from=info.events_kept_from,
+        events_pruned=info.events_pruned, **base)
 
 
 def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:

@@ -183,6 +183,7 @@ class JournalStore:
             next_message_id=int(wanted["reserved_message_ids_to"]),
             store=describe_url(self.url),
             schema_version=s.SCHEMA_VERSION,
+            events_kept_from=int(state.get("events_kept_from") or 0),
         )
 
     def activate(self, epoch: int) -> int:
@@ -475,7 +476,7 @@ class JournalStore:
                 group = []
             self._apply_rows(conn, cur, [req])
             if req.HasField("prune_events"):
-                out[-1].pruned_events = self._prune_events(cur, req.prune_events)
+                out[-1].pruned_events, out[-1].events_kept_from = self._prune_events(cur, req.prune_events)
         if group:
             self._apply_rows(conn, cur, group)
         return out
@@ -584,17 +585,17 @@ class JournalStore:
         if rows:
             multi["add_event"].run(cur, rows)
 
-    def _prune_events(self, cur, prune: jpb.PruneEvents) -> int:
+    def _prune_events(self, cur, prune: jpb.PruneEvents) -> tuple[int, int]:
         """Delete the oldest events before `prune.before_ts`, about `max_rows` of
         them, whole milliseconds at a time: what is left is always every event
         from some instant on. That instant is recorded as node_state
         `events_kept_from` when something was deleted (an idle store claims
         nothing), and analytics starts reading there (an acknowledgement whose
         ENQUEUED was pruned is then outside the window, not an anomaly).
-        Returns how many went."""
+        Returns how many went and, when any did, the instant recorded (else 0)."""
         oldest, nth, kept_from = cur.execute(self._sql["prune_bounds"], (prune.before_ts, prune.max_rows)).fetchone()
         if oldest is None or oldest >= prune.before_ts:
-            return 0  # nothing before the cutoff (any more)
+            return 0, 0  # nothing before the cutoff (any more)
         # Fewer than max_rows + 1 before the cutoff: all of them. Otherwise up to the
         # millisecond of the (max_rows+1)-th, or past it when that is the oldest one
         # (a single millisecond holding more than max_rows goes whole).
@@ -603,7 +604,7 @@ class JournalStore:
         pruned = cur.fetchone()[0] if self._backend == "postgresql" else cur.rowcount
         if kept_from is None or bound > int(kept_from):
             cur.execute(self._sql["set_kept_from"], (str(bound),))
-        return pruned
+        return pruned, max(bound, int(kept_from or 0))
 
     # ---------------------------------------------------------------- reads
 

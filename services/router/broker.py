@@ -93,6 +93,8 @@ class Broker:
         self.queues: dict[str, Queue] = {}
         self.node_id = ""
         self.epoch = 0
+        # From the journal at start: every event from this instant (ms) on is kept (0: none deleted).
+        self.events_kept_from = 0
         self.batcher: JournalBatcher | None = None
         self.duplicates = DuplicateDetection(
             lambda address: self.settings(address).id_cache_size, id_cache_size,
@@ -125,6 +127,7 @@ class Broker:
         """Open the journal, be granted an epoch, rebuild state, reserve message ids."""
         opened = await self.journal.open(jpb.OpenRequest(node_name=self.name))
         self.node_id = opened.node_id
+        self.events_kept_from = opened.events_kept_from
         self.epoch = await self._activate(max(opened.epoch + 1, min_epoch))
         self.batcher = JournalBatcher(self.journal, self.epoch, self.halt)
         state = await load_state(self.journal, self.epoch, max(1, opened.next_message_id))

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from meshmq.v1 import journal_pb2 as jpb
 
@@ -25,19 +26,36 @@ log = logging.getLogger("meshmq.router.event_retention")
 PRUNE_ROWS = 5000
 
 
+@dataclass(slots=True)
+class EventLogStatus:
+    """What management shows of the event log: whether it is written, how long
+    it is kept (ms, -1 = for ever), from which instant (ms) every event is
+    still there (0: none was ever deleted), and how many events were deleted
+    since the node started."""
+
+    enabled: bool
+    retention_ms: int
+    kept_from: int = 0
+    pruned: int = 0
+
+
 class EventRetention:
-    """Every `scan_period_ms`, delete the events older than `retention_ms`
+    """Every `scan_period_ms`, delete the events older than `status.retention_ms`
     through `batch` (the journal request being filled) and `stored` (its
-    commit)."""
+    commit), and keep `status` up to date."""
 
     def __init__(self, batch: Callable[[], jpb.AppendRequest],
-                 stored: Callable[[], asyncio.Future[jpb.AppendResponse]], retention_ms: int,
+                 stored: Callable[[], asyncio.Future[jpb.AppendResponse]], status: EventLogStatus,
                  scan_period_ms: int, clock: Callable[[], float] = time.time) -> None:
         self._batch = batch
         self._stored = stored
-        self.retention_ms = retention_ms
+        self.status = status
         self.scan_period_ms = scan_period_ms
         self._clock = clock
+
+    @property
+    def retention_ms(self) -> int:
+        return self.status.retention_ms
 
     async def prune_once(self) -> int:
         """Delete every event older than the retention now; how many went."""
@@ -51,6 +69,8 @@ class EventRetention:
             if not answer.ok:  # the node halts on a refused append (Broker.halt): nothing more to do
                 return total
             total += answer.pruned_events
+            self.status.pruned += answer.pruned_events
+            self.status.kept_from = max(self.status.kept_from, answer.events_kept_from)
             if answer.pruned_events == 0:
                 return total
 

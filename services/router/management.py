@@ -24,6 +24,7 @@ from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
 from .queue import Queue
 from .client_topology import ClientTopology
+from .event_retention import EventLogStatus
 
 
 # What listing needs (access.py): `view`, which `manage` implies.
@@ -86,8 +87,10 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
                  authorizer: Authorizer | None = None, bridges: Callable[[], Iterable] = tuple,
-                 ha_policy: str = "live-only", ha_group: str = "", backup: Callable[[], str] = str) -> None:
+                 ha_policy: str = "live-only", ha_group: str = "", backup: Callable[[], str] = str,
+                 event_log: EventLogStatus | None = None) -> None:
         self.broker = broker
+        self._event_log = event_log or EventLogStatus(enabled=broker.persistence_enabled, retention_ms=-1)
         # BrokerConfig.ha_role and ha_group, and where the node's backup waits, shown in NodeInfo.
         self._ha_policy = ha_policy
         self._ha_group = ha_group
@@ -141,6 +144,10 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 ha_policy=self._ha_policy,
                 group_name=self._ha_group,
                 backup_connector=self._backup(),
+                event_log_enabled=self._event_log.enabled,
+                event_retention=self._event_log.retention_ms,
+                events_kept_from=self._event_log.kept_from,
+                events_pruned=self._event_log.pruned,
             ),
             lambda: (),  # every client asks at first contact (access.py)
         )

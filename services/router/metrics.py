@@ -70,6 +70,11 @@ def fill(node: RouterNode, fam: Families) -> None:
                     "(each one halts the router).", batcher.failures)
         for hist in (batcher.batch_messages, batcher.commit_seconds, batcher.confirm_latency):
             fam.histogram(hist)
+    ev = node.event_log
+    fam.counter("meshmq_journal_events_pruned_total", "Events the event retention deleted from the journal's event "
+                "log since the router started (journal.event-retention).", ev.pruned)
+    fam.gauge("meshmq_journal_events_kept_from_seconds", "Every event from this Unix time on is still in the "
+              "journal's event log (0: none was ever deleted).", ev.kept_from / 1000)
 
 
 def _bridges(node: RouterNode, fam: Families) -> None:

@@ -30,7 +30,7 @@ from .broker import Broker
 from .cluster.link_service import BackupRequests, ClusterServicer
 from .cluster.manager import ClusterConnections
 from .cluster.scale_down import choose_target, scale_down
-from .event_retention import EventRetention
+from .event_retention import EventLogStatus, EventRetention
 from .management import ManagementServicer
 from .requests import open_session, session_command
 from .routing import ANYCAST, MULTICAST
@@ -153,9 +153,13 @@ class RouterNode:
         self.links: ClusterServicer | None = None
         # Where a backup waits to take this node's store over ("" = none known; ha-policy).
         self.backup_connector = ""
+        j = config.journal
+        self.event_log = EventLogStatus(enabled=j.event_log_enabled and config.persistence_enabled,
+                                        retention_ms=j.event_retention)
 
     async def start(self, min_epoch: int = 0) -> list[str]:
         await self.broker.start(min_epoch)
+        self.event_log.kept_from = self.broker.events_kept_from
         self._declare_configured()
         auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
         # With security on, a caller without a valid user is refused before any method runs.
@@ -180,7 +184,7 @@ class RouterNode:
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
                                             bridges=lambda: self.cluster.bridges.values(),
                                             ha_policy=self.config.ha_role, ha_group=self.config.ha_group,
-                                            backup=lambda: self.backup_connector),
+                                            backup=lambda: self.backup_connector, event_log=self.event_log),
             mgpb.DESCRIPTOR.services_by_name["Management"],
         )
         live_only = self.config.ha_policy.live_only
@@ -199,10 +203,9 @@ class RouterNode:
         self.cluster.start(self.endpoints)
         await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())
-        j = self.config.journal
-        if self.broker.persistence_enabled and j.event_retention > 0:
-            retention = EventRetention(self.broker.batch, self.broker.stored, j.event_retention,
-                                       j.event_retention_scan_period)
+        if self.broker.persistence_enabled and self.event_log.retention_ms > 0:  # (also pruned when not written)
+            retention = EventRetention(self.broker.batch, self.broker.stored, self.event_log,
+                                       self.config.journal.event_retention_scan_period)
             self._pruner = asyncio.create_task(retention.run(), name="event-retention")
         log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
         return self.endpoints

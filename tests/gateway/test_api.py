@@ -180,6 +180,15 @@ async def test_addresses_are_created_and_deleted_and_a_busy_one_needs_force(stac
     assert "gw.events" not in [a["name"] for a in admin.get("/api/v1/addresses").json()]
 
 
+def test_a_node_shows_its_event_log_through_the_api_and_the_console(stack):
+    [node] = stack.client("admin").get("/api/v1/nodes").json()
+    # The defaults: written, kept 7 days, nothing deleted yet on a fresh store.
+    assert (node["event_log_enabled"], node["event_retention"], node["events_kept_from"], node["events_pruned"]) \
+        == (True, 7 * 24 * 3600 * 1000, 0, 0)
+    page = _console_login(stack, "admin", "s3cret-admin").get("/nodes/node")
+    assert re.search(r'<dd id="event-log">written, kept 7d 0h; complete from the start</dd>', page.text), page.text
+
+
 def test_a_router_that_is_down_shows_as_down_and_the_pages_still_answer(stack):
     admin = stack.client("admin")
     assert [n["up"] for n in admin.get("/api/v1/nodes").json()] == [True]

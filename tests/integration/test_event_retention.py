@@ -54,18 +54,22 @@ def test_pruning_deletes_the_oldest_whole_milliseconds_until_the_cutoff(store_ur
     stamps = [100 + i // 3 for i in range(3000)] + [2000] * 1500 + [5000, 5001]
     with_events(st, epoch, stamps)
     answers = []
+    reader = JournalStore(store_url)
     while (answer := prune(st, epoch, before_ts=5000, max_rows=400)).pruned_events:
         assert answer.ok
         answers.append(answer.pruned_events)
-        # What is left is every event from some instant on, and the store says which.
+        # What is left is every event from some instant on, and the store says which
+        # (in node_state, in the answer, and to whoever opens it next).
         since = kept_from(st)
         assert event_stamps(st) == sorted(ts for ts in stamps if ts >= since)
+        assert answer.events_kept_from == since == reader.open("reader").events_kept_from
     # 400 rows at a time is 133 whole milliseconds (399 rows); the millisecond
     # holding 1,500 goes whole; the cutoff is exclusive.
     assert answers[0] == 399 and 1500 in answers and sum(answers) == 4500
     # Where the last deletion ended: after the millisecond 2000 (nothing between it and 5000).
     assert event_stamps(st) == [5000, 5001] and kept_from(st) == 2001
     assert st.count("messages") == 1  # the live state is not the event log
+    reader.close()
     st.close()
 
 
@@ -120,18 +124,39 @@ async def test_a_router_deletes_events_older_than_its_retention(nodes):
         with sqlite3.connect(db) as conn:
             return conn.execute("SELECT kind, ts FROM events").fetchall()
 
+    def stored_kept_from() -> int:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute("SELECT value FROM node_state WHERE key = 'events_kept_from'").fetchone()[0])
+
+    async def node_info():
+        async with await connect(node.url) as conn:
+            return await conn.admin.node_info()
+
+    async def shown_pruned(n: int):
+        info = await node_info()
+        return info if info.events_pruned == n else None
+
     await send_and_consume([b"old-%d" % i for i in range(20)])
     await eventually(lambda: len(events()) == 40, 10, "20 ENQUEUED and 20 ACKNOWLEDGED events")
     first = max(ts for _, ts in events())
     await eventually(lambda: not events(), 15, "the first events to pass their retention and go")
     assert time.time() * 1000 - first >= retention_ms  # not before their time
+    # Management shows it (and nothing more can go until new events come).
+    info = await eventually(lambda: shown_pruned(40), 10, "the node to show 40 events pruned")
+    assert info.event_log_enabled and info.event_retention == retention_ms
+    assert info.events_kept_from == stored_kept_from() > first
     sent = int(time.time() * 1000)
     await send_and_consume([b"new-%d" % i for i in range(5)])
     await eventually(lambda: len(events()) == 10, 10, "the new events")
     assert min(ts for _, ts in events()) >= sent
-    with sqlite3.connect(db) as conn:
-        (kept,) = conn.execute("SELECT value FROM node_state WHERE key = 'events_kept_from'").fetchone()
-    assert first < int(kept) <= sent
+    kept = stored_kept_from()
+    assert first < kept <= sent
+    # A restarted node (scanning too seldom to prune again here) shows the store's horizon.
+    node.stop()
+    node.config_path.write_text(node.config_path.read_text().replace("scan-period: 200", "scan-period: 600000"))
+    node.start()
+    info = await node_info()
+    assert (info.events_kept_from, info.events_pruned, info.event_retention) == (kept, 0, retention_ms)
 
 
 async def test_with_the_event_log_off_messages_are_stored_and_no_event_is(nodes):
