@@ -52,6 +52,13 @@ class JournalAPI(Protocol):
         """The next paged messages of one queue, oldest first (see AppendRequest.add_paged)."""
         ...
 
+    def stop_confirming(self) -> None:
+        """The node is stopping and confirms nothing more: appends already
+        stored that still wait for more than the store (a backup's
+        acknowledgement, the quorum's notice) are answered not confirmed now;
+        their writes stay. A journal that confirms once stored has nothing to do."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -147,6 +154,9 @@ class GrpcJournalClient:
 
     async def read_page(self, req: jpb.ReadPageRequest) -> jpb.ReadPageResponse:
         return await self._stub.ReadPage(req, metadata=self._metadata, timeout=60)
+
+    def stop_confirming(self) -> None:
+        """Appends resolve once the journal service stored them: nothing waits for more."""
 
     async def close(self) -> None:
         if self._sender is not None:

@@ -113,6 +113,9 @@ class JournalCore:
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
         return await asyncio.to_thread(self.store.read_large, req.message_id, req.from_seq, req.max_chunks or 8)
 
+    def stop_confirming(self) -> None:
+        """Appends resolve once stored: nothing waits for more (JournalAPI)."""
+
     async def close(self) -> None:
         if self.writer is not None:
             await self.writer.close()

@@ -95,6 +95,7 @@ class Broker:
         self.epoch = 0
         # From the journal at start: every event from this instant (ms) on is kept (0: none deleted).
         self.events_kept_from = 0
+        self.stopping = False  # stop() has begun: the journal confirms nothing more
         self.batcher: JournalBatcher | None = None
         self.duplicates = DuplicateDetection(
             lambda address: self.settings(address).id_cache_size, id_cache_size,
@@ -159,12 +160,16 @@ class Broker:
         return resp.epoch
 
     async def stop(self) -> None:
+        self.stopping = True
         if self.batcher is not None:
             await self.batcher.close()
 
     def halt(self, reason: str, message: str) -> None:
         """Stop the node after a journal failure; clients reconnect once it restarts."""
         if self.halted.is_set():
+            return
+        if self.stopping and reason == Reason.NOT_ACTIVE.value:  # (JournalAPI.stop_confirming)
+            log.warning("node %s stops with a write it could not confirm: %s", self.node_id, message)
             return
         self.halt_reason = f"{reason}: {message}"
         what = "was fenced" if reason == Reason.FENCED.value else "cannot write its journal"

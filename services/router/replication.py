@@ -120,6 +120,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._paused: list[tuple[jpb.AppendRequest, asyncio.Future]] | None = None
         self._in_flight: set[asyncio.Future] = set()
         self._forgetting: asyncio.Task | None = None
+        # Set when the node stops: a write waiting for the quorum's notice is then answered unconfirmed.
+        self._stopping = asyncio.Event()
         self._attaching = False  # a backup's copy is being taken: another backup waits its turn
         # Where the in-sync backup will serve ("" = none): the live names it to clients.
         self.backup_connector = ""
@@ -143,6 +145,13 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
 
     async def read_page(self, req):
         return await self.inner.read_page(req)
+
+    def stop_confirming(self) -> None:
+        """The node is stopping (JournalAPI): writes waiting for the lost backup's
+        copy to be made ineligible are answered unconfirmed, so the stop does not
+        wait for lives that may be stopping too (a whole cluster shut down)."""
+        self._stopping.set()
+        self.inner.stop_confirming()
 
     async def close(self) -> None:
         if self._replica is not None:
@@ -176,11 +185,26 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
             # Stepping down for failback, nothing is confirmed to a client any more once the
             # replica's stream is gone (the server has stopped): its copy stays eligible.
             forgetting = self._start_forgetting() if have is not True and not self._stepping_down else None
-            if forgetting is not None and not await asyncio.shield(forgetting):
+            forgotten = None if forgetting is None else await self._unless_stopping(forgetting)
+            if forgotten is False:
                 resp = jpb.AppendResponse(request_id=resp.request_id, ok=False, reason=Reason.FENCED.value,
                                           message="this node is not the live any more: its quorum lock is gone")
+            elif forgetting is not None and forgotten is None:
+                resp = jpb.AppendResponse(request_id=resp.request_id, ok=False, reason=Reason.NOT_ACTIVE.value,
+                                          message="not confirmed: the node stopped before enough lives held its "
+                                                  "lost backup's copy stale (the write stays in its store)")
         if not out.done():
             out.set_result(resp)
+
+    async def _unless_stopping(self, forgetting: asyncio.Future[bool]) -> bool | None:
+        """`forgetting`'s outcome, or None once the node stops first."""
+        if not forgetting.done():
+            stopping = asyncio.ensure_future(self._stopping.wait())
+            try:
+                await asyncio.wait((forgetting, stopping), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+        return forgetting.result() if forgetting.done() else None
 
     def _start_forgetting(self) -> asyncio.Future[bool] | None:
         """Make the lost backup's copy ineligible, once (None: no backup was lost)."""

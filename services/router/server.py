@@ -281,4 +281,5 @@ class RouterNode:
                 # that CancelledError escape; only re-raise if *we* are being cancelled.
                 if asyncio.current_task().cancelling():
                     raise
+        self.journal.stop_confirming()  # no client is left to confirm to
         await self.broker.stop()

@@ -10,10 +10,12 @@ its own, so cutting those proxies isolates S and nothing else."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from meshmq.client import connect
+from meshmq.errors import MeshMQError
 from tests.fixtures.nodes import Nodes, eventually, free_port
 from tests.fixtures.tcp_proxy import TcpProxy
 
@@ -192,6 +194,30 @@ async def test_an_isolated_slave_stays_passive(nodes, proxies):
     before = syncs(m)
     await in_sync(m, s, after=before)
     assert await drain(m, 20) == list(range(20))
+
+
+async def test_a_master_left_alone_stops_at_once_and_keeps_the_write_it_could_not_confirm(nodes, proxies):
+    """The whole cluster shut down with the master last: its slave gone, no
+    live is left to take the notice that the slave's copy is stale, so a write
+    cannot be confirmed. Stopping does not wait for that notice: the master
+    stops within its grace, the write unconfirmed and kept in its store."""
+    c = cluster(nodes, proxies)
+    m, s = c["m"], c["s"]
+    await send(m, 0, 10)
+    await in_sync(m, s)
+    for other in (s, c["l3"], c["l2"]):
+        assert await asyncio.to_thread(other.stop) == 0
+    sending = asyncio.create_task(send(m, 10, 1))
+    await eventually(lambda: log_has(m, "took the notice that the lost backup's copy is stale"), 20,
+                     "the master's write to wait for the notice")
+    started = time.monotonic()
+    assert await asyncio.to_thread(m.stop) == 0
+    assert time.monotonic() - started < 10  # (it waited out the test's 15 s stop timeout before)
+    assert log_has(m, "stops with a write it could not confirm")
+    with pytest.raises(MeshMQError):
+        await asyncio.wait_for(sending, 10)
+    await asyncio.to_thread(m.start)  # alone again: a master starts active
+    assert await drain(m, 11) == list(range(11))
 
 
 async def test_a_master_cut_off_from_the_cluster_with_vote_on_replication_failure_stops_and_its_slave_takes_over(
