@@ -57,7 +57,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -74,6 +73,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from meshmq.client import connect  # noqa: E402
+from meshmq.ports import free_port  # noqa: E402
 from throughput import cpu_seconds, start_node  # noqa: E402
 
 QUEUE = "bench"
@@ -99,13 +99,6 @@ SCENARIOS: dict[str, tuple[dict[str, list[str]], str, list[str], list[str]]] = {
 
 
 # ---------------------------------------------------------------- nodes
-
-
-def free_port() -> int:
-    """A loopback port free right now (static connectors need it before the node starts)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_cluster_node(workdir: Path, name: str, port: int, ports: dict[str, int], targets: list[str],

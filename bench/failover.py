@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,12 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.throughput import fresh_database, start_node  # noqa: E402
 from meshmq.client import connect  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from meshmq.ports import free_port  # noqa: E402
 
 
 def start(workdir: Path, name: str, db: str, role: str, renew: int, expiration: int) -> tuple[subprocess.Popen, str]:

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 from meshmq.launcher.processes import wait_started
+from meshmq.ports import free_port
 
 START_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 10.0
@@ -33,13 +33,6 @@ NO_BINARY_MESSAGE = "no `etcd` binary; run `bash scripts/ensure_etcd.sh` as root
 
 class EtcdNotFoundError(RuntimeError):
     """There is no `etcd` on the PATH."""
-
-
-def free_port() -> int:
-    """A loopback port free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def die_with_parent() -> list[str]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -29,6 +28,7 @@ import pytest
 import yaml
 
 from meshmq.client import connect
+from meshmq.ports import free_port
 from tests.fixtures.nodes import eventually, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,10 +53,6 @@ def docker(*args: str, timeout: float = 60, check: bool = True) -> subprocess.Co
     return run(exe, *args, timeout=timeout, check=check)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def build_env() -> dict[str, str]:

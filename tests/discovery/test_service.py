@@ -5,7 +5,6 @@ Also the static-connectors backend and start-up failures."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
@@ -19,6 +18,7 @@ from meshmq.discovery import (
     TopologyWatcher,
 )
 from meshmq.discovery.etcd_backend import EtcdBackend
+from meshmq.ports import free_port
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .procs import Recorder, eventually, node_ids
@@ -32,10 +32,6 @@ BP, RT = BP_MS / 1000, RT_MS / 1000
 SLACK_S = 1.5
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def etcd_service_yaml(endpoint: str, cluster: str, *, port: int = 0, refresh_timeout: int = RT_MS,
