@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -55,17 +56,23 @@ SNAPSHOT_CHUNK = 1 << 20
 class _Replica:
     """The attached backup: what was sent to it and not acknowledged yet."""
 
-    def __init__(self, hello: rpb.ReplicaHello) -> None:
+    def __init__(self, hello: rpb.ReplicaHello, clock: Callable[[], float] = time.monotonic) -> None:
         self.hello = hello
+        self._clock = clock
         self.copy_id = uuid.uuid4().hex  # this copy of the store (classic votes refuse a stale one)
         self.out: asyncio.Queue[rpb.PrimaryMessage | None] = asyncio.Queue()
         self.sequence = 0  # the last write sent
         self.waiting: dict[int, asyncio.Future[bool]] = {}  # sequence -> acknowledged (True) or lost (False)
+        # Since when (monotonic s) something waits with no acknowledgement: the first
+        # write sent while nothing waited, or the last acknowledgement.
+        self.waiting_since = 0.0
         self.in_sync = False
         self.copy_sent = False  # every chunk of the copy written to the stream
         self.lost = False
 
     def send(self, req: jpb.AppendRequest) -> asyncio.Future[bool]:
+        if not self.waiting:
+            self.waiting_since = self._clock()
         self.sequence += 1
         fut = asyncio.get_running_loop().create_future()
         self.waiting[self.sequence] = fut
@@ -77,6 +84,14 @@ class _Replica:
             fut = self.waiting.pop(seq)
             if not fut.done():
                 fut.set_result(True)
+        self.waiting_since = self._clock()
+
+    def overdue(self, timeout_s: float) -> bool:
+        """Something has waited `timeout_s` with no acknowledgement at all: the
+        backup is gone (or too slow to follow). Measured from when the wait
+        began, not from the backup's last message: after a quiet spell, a
+        write sent just now is not overdue."""
+        return bool(self.waiting) and self._clock() - self.waiting_since >= timeout_s
 
     def drop(self) -> None:
         self.lost = True
@@ -324,9 +339,9 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         try:
             while True:
                 try:
-                    msg = await wait_for(inbox.get(), self._ack_timeout)
+                    msg = await wait_for(inbox.get(), self._ack_timeout / 4)
                 except (TimeoutError, asyncio.TimeoutError):
-                    if replica.waiting:
+                    if replica.overdue(self._ack_timeout):
                         self._lose(replica, f"no acknowledgement for {self._ack_timeout:.1f} s")
                         return
                     continue
