@@ -86,11 +86,11 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
 
 class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
-                 authorizer: Authorizer | None = None, bridges: Callable[[], Iterable] = tuple,
-                 ha_policy: str = "live-only", ha_group: str = "", backup: Callable[[], str] = str,
-                 event_log: EventLogStatus | None = None) -> None:
+                 authorizer: Authorizer | None = None, *, event_log: EventLogStatus,
+                 bridges: Callable[[], Iterable] = tuple, ha_policy: str = "live-only", ha_group: str = "",
+                 backup: Callable[[], str] = str) -> None:
         self.broker = broker
-        self._event_log = event_log or EventLogStatus(enabled=broker.persistence_enabled, retention_ms=-1)
+        self._event_log = event_log  # RouterNode's, kept up to date by the event retention
         # BrokerConfig.ha_role and ha_group, and where the node's backup waits, shown in NodeInfo.
         self._ha_policy = ha_policy
         self._ha_group = ha_group
