@@ -321,7 +321,7 @@ def _ha_policy_example() -> str:
 journal:
   url: postgresql+psycopg://meshmq@db-host/meshmq
   jdbc-lock-renew-period: {b(d.JDBC_LOCK_RENEW_PERIOD)}
-  jdbc-lock-expiration: {b(d.JDBC_LOCK_EXPIRATION)}
+  jdbc-lock-expiration: {b(d.JDBC_LOCK_EXPIRATION)}      # a write session idle in a transaction for half of it is ended
 ha-policy:
   shared-store:
     master:                            # the live; a backup has slave: instead
