@@ -176,9 +176,10 @@ def stop_nodes(procs: dict[str, subprocess.Popen]) -> None:
             proc.wait(10)
 
 
-def nodes_cpu(procs: dict[str, subprocess.Popen]) -> float:
-    """CPU seconds so far of every node: routers and their journal writer processes."""
-    return sum(sum(cpu_seconds(p.pid)) for p in procs.values())
+def nodes_cpu(procs: dict[str, subprocess.Popen]) -> tuple[float, float]:
+    """CPU seconds so far of every node: (the routers, their journal writer processes)."""
+    per_node = [cpu_seconds(p.pid) for p in procs.values()]
+    return sum(r for r, _ in per_node), sum(w for _, w in per_node)
 
 
 def client_cpu() -> float:
@@ -330,20 +331,25 @@ async def run_scenario(scenario: str, procs: dict[str, subprocess.Popen], urls: 
 
         paced = []
         for rate in args.rates:
-            cpu0, client0 = nodes_cpu(procs), client_cpu()
+            (routers0, writers0), client0 = nodes_cpu(procs), client_cpu()
             run = await load(producers, consumers, int(rate * args.rate_seconds), args.size, rate)
-            cpu, client = nodes_cpu(procs) - cpu0, client_cpu() - client0
+            (routers1, writers1), client = nodes_cpu(procs), client_cpu() - client0
+            routers, writers = routers1 - routers0, writers1 - writers0
+            cpu = routers + writers
             run["offered_msg_per_s"] = rate
             run["nodes_cpu_us_per_msg"] = round(cpu / max(1, run["received"]) * 1e6, 1)
+            # Where it goes: the routers' processes, their journal writers, this client.
+            for key, seconds in (("routers", routers), ("writers", writers), ("client", client)):
+                run[f"{key}_cpu_us_per_msg"] = round(seconds / max(1, run["received"]) * 1e6, 1)
             # CPU seconds per second: how many cores the nodes, and this client process, kept busy.
             run["nodes_cores"] = round(cpu / run["seconds"], 2)
             run["client_cores"] = round(client / run["seconds"], 2)
             paced.append(run)
 
         before = await cluster_counters(urls)
-        cpu0 = nodes_cpu(procs)
+        cpu0 = sum(nodes_cpu(procs))
         saturated = await load(producers, consumers, args.count, args.size, None)
-        cpu1 = nodes_cpu(procs)
+        cpu1 = sum(nodes_cpu(procs))
         after = await cluster_counters(urls)
     finally:
         for conn in conns:
@@ -408,7 +414,7 @@ def report(console: Console, results: list[dict], args) -> None:
     paced = Table(title=f"Fixed rate, offered in total for {args.rate_seconds:g} s (latency from each message's "
                         "due time)")
     for col in ("scenario", "offered", "msg/s", "e2e p50", "e2e p99", "received", "nodes' CPU/msg",
-                "cores busy: nodes + client"):
+                "routers / writers / client CPU/msg", "cores busy: nodes + client"):
         paced.add_column(col, justify="left" if col == "scenario" else "right")
     for rate in args.rates:
         for r in results:
@@ -416,6 +422,8 @@ def report(console: Console, results: list[dict], args) -> None:
             paced.add_row(r["scenario"], f"{rate:,.0f}/s", f"{p['msg_per_s']:,}", f"{p['p50_ms']:.1f} ms",
                           f"{p['p99_ms']:.1f} ms", f"{p['received']:,}/{p['sent']:,}",
                           f"{p['nodes_cpu_us_per_msg']:.0f} µs",
+                          f"{p['routers_cpu_us_per_msg']:.0f} / {p['writers_cpu_us_per_msg']:.0f} / "
+                          f"{p['client_cpu_us_per_msg']:.0f} µs",
                           f"{p['nodes_cores']:.2f} + {p['client_cores']:.2f}")
     console.print(paced)
 
