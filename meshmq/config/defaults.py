@@ -230,7 +230,7 @@ HA_REPLICATION_ALLOW_FAILBACK: Final = False
 HA_CHECK_FOR_LIVE_SERVER: Final = False
 # vote-on-replication-failure: a master that loses its backup asks the cluster's lives whether to stay live.
 HA_VOTE_ON_REPLICATION_FAILURE: Final = False
-# quorum-size: the lives a vote counts (-1: the lives the node's cluster connection names).
+# quorum-size: the lives a vote counts (-1: the cluster's lives as the topology knows them, backups never counted).
 HA_QUORUM_SIZE: Final = -1
 # vote-retries / vote-retry-wait: vote rounds after the live is lost, and the wait between them (ms).
 HA_VOTE_RETRIES: Final = 12

@@ -16,10 +16,26 @@ class ForgetCopyRequest(_message.Message):
     def __init__(self, target_node_id: _Optional[str] = ..., copy_id: _Optional[str] = ...) -> None: ...
 
 class ForgetCopyReply(_message.Message):
-    __slots__ = ("node_id",)
+    __slots__ = ("node_id", "members", "voted_for_copy")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    VOTED_FOR_COPY_FIELD_NUMBER: _ClassVar[int]
     node_id: str
-    def __init__(self, node_id: _Optional[str] = ...) -> None: ...
+    members: _containers.RepeatedCompositeFieldContainer[ClusterMember]
+    voted_for_copy: bool
+    def __init__(self, node_id: _Optional[str] = ..., members: _Optional[_Iterable[_Union[ClusterMember, _Mapping]]] = ..., voted_for_copy: _Optional[bool] = ...) -> None: ...
+
+class MembersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MembersReply(_message.Message):
+    __slots__ = ("node_id", "members")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    members: _containers.RepeatedCompositeFieldContainer[ClusterMember]
+    def __init__(self, node_id: _Optional[str] = ..., members: _Optional[_Iterable[_Union[ClusterMember, _Mapping]]] = ...) -> None: ...
 
 class VoteRequest(_message.Message):
     __slots__ = ("target_node_id", "request_to_stay_active", "copy_id")
@@ -32,16 +48,18 @@ class VoteRequest(_message.Message):
     def __init__(self, target_node_id: _Optional[str] = ..., request_to_stay_active: _Optional[bool] = ..., copy_id: _Optional[str] = ...) -> None: ...
 
 class VoteReply(_message.Message):
-    __slots__ = ("node_id", "node_name", "vote", "connector")
+    __slots__ = ("node_id", "node_name", "vote", "connector", "members")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     VOTE_FIELD_NUMBER: _ClassVar[int]
     CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     node_name: str
     vote: bool
     connector: str
-    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., vote: _Optional[bool] = ..., connector: _Optional[str] = ...) -> None: ...
+    members: _containers.RepeatedCompositeFieldContainer[ClusterMember]
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., vote: _Optional[bool] = ..., connector: _Optional[str] = ..., members: _Optional[_Iterable[_Union[ClusterMember, _Mapping]]] = ...) -> None: ...
 
 class LinkRequest(_message.Message):
     __slots__ = ("hello", "forward", "declare", "chunk")

@@ -54,6 +54,11 @@ class ClusterStub:
                 request_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
                 _registered_method=True)
+        self.Members = channel.unary_unary(
+                '/meshmq.v1.Cluster/Members',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.MembersRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.MembersReply.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
@@ -91,6 +96,15 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Members(self, request, context):
+        """This node and the lives it links to: how a classic-replication node
+        learns the cluster's lives before it has to count them in a vote (a
+        passive backup answers NOT_ACTIVE, which is how it is known as one).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -113,6 +127,11 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.RequestBackup,
                     request_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.SerializeToString,
+            ),
+            'Members': grpc.unary_unary_rpc_method_handler(
+                    servicer.Members,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.MembersRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.MembersReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -223,6 +242,33 @@ class Cluster:
             '/meshmq.v1.Cluster/RequestBackup',
             meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Members(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Cluster/Members',
+            meshmq_dot_v1_dot_cluster__pb2.MembersRequest.SerializeToString,
+            meshmq_dot_v1_dot_cluster__pb2.MembersReply.FromString,
             options,
             channel_credentials,
             insecure,

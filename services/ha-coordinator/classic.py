@@ -20,9 +20,13 @@ serve, decided by quorum votes among the cluster's lives (quorum_vote.py).
   same vote; without it, it stops rather than serve a stale journal beside
   the slave (Artemis would serve both).
 
-The lives asked are the static connectors of the replication cluster
-connection (`cluster-name`); `quorum-size` -1 counts them (a master counts
-itself too). With no other life a backup takes over whenever it loses its
+The nodes asked are the static connectors of the replication cluster
+connection (`cluster-name`); `quorum-size` -1 counts the **lives** among
+them as the topology knows them (quorum_vote.LiveView: backups never count,
+a live that died still does, an endpoint never heard from counts as a live).
+Every node keeps that view current by asking the others which lives they see
+every `TOPOLOGY_PROBE_S` seconds (`Cluster.Members`) and from every vote and
+notice answer. With no other live a backup takes over whenever it loses its
 live, even when only the network between them failed: that split-brain risk
 is logged at start, and pluggable quorum on etcd (primary/backup) is the remedy.
 """
@@ -40,9 +44,14 @@ from meshmq.runtime import NodeHalted
 from meshmq.v1 import cluster_pb2 as cpb
 
 from .pair import ReplicatingPair
-from .quorum_vote import Tally, acks_needed, ask, forget_copy, quorum_size, votes_needed
+from .quorum_vote import (LiveView, Tally, acks_needed, ask, forget_copy, learn_members, notice_outcome, quorum_size,
+                          votes_needed)
 
 log = logging.getLogger("meshmq.ha")
+# How often a node asks the others which lives they see (its LiveView), while it runs.
+TOPOLOGY_PROBE_S = 5.0
+# Stands for the live of this node's pair (its own node id, or its master's) before either is known.
+PAIR_LIVE = "(the live of this pair)"
 
 
 class ClassicActivation(ReplicatingPair):
@@ -57,6 +66,7 @@ class ClassicActivation(ReplicatingPair):
         self.master = rep.own().master  # a colocated node is the master of its own store
         self.role = self.master or rep.slave
         self.passive_start = rep.slave is not None
+        self._name = config.name
         self.instance = f"{config.name}/{uuid.uuid4()}"
         self.description = "classic replication (quorum votes)"
         self._identity = identity
@@ -67,15 +77,17 @@ class ClassicActivation(ReplicatingPair):
         self.ack_timeout_s = max(0.2, (cc.connection_ttl if cc is not None else 60000) / 1000)
         self.node_id: Callable[[], str] = lambda: ""  # the live's own id (its journal's), for its notices
         self._own: set[str] = set()
+        self.view = LiveView()
+        self._probing: asyncio.Task | None = None
         # A master failing back: copy the store from where it is served (services/embedded.py's runner).
         self.failback: Callable[[str], Awaitable[int]] | None = None
         self._step_down = asyncio.Event()
 
-    @property
-    def size(self) -> int:
-        """The lives a vote counts: quorum-size, or the lives named (a master counts itself)."""
-        named = len(set(self._others)) + (1 if self.master is not None else 0)
-        return quorum_size(self.role.quorum_size, named)
+    def size(self, *node_ids: str) -> int:
+        """The lives a vote counts: quorum-size, or the lives the topology knows
+        (`node_ids`: lives to count whether seen or not — this node's own when it
+        serves, the live a backup would replace)."""
+        return quorum_size(self.role.quorum_size, self.view.lives(self._others, self._own, node_ids))
 
     @property
     def _others(self) -> list[str]:
@@ -88,12 +100,24 @@ class ClassicActivation(ReplicatingPair):
 
     # ------------------------------------------------------------ Activation
 
+    async def _probe(self) -> None:
+        """Keep the view of the lives current while the node runs (where this
+        node's own backup listens is a backup's endpoint, whether it answers or not)."""
+        while True:
+            await learn_members(self._others, self._identity, self.view, self.role.quorum_vote_wait)
+            if self.backup_connector():
+                self.view.saw_passive(self.backup_connector())
+            await asyncio.sleep(TOPOLOGY_PROBE_S)
+
     async def acquire(self) -> int:
-        if self.size <= 1:
+        if self._probing is None:
+            self._probing = asyncio.create_task(self._probe())
+        at_start = self.size(PAIR_LIVE)  # the view is empty yet: every named endpoint counts
+        if at_start <= 1:
             log.warning("classic replication: no other live to ask (quorum size %d): %s whenever the two lose "
                         "each other, even when only the network between them failed (split brain). List every "
                         "live in the cluster connection's static-connectors, or use pluggable quorum on etcd "
-                        "(ha-policy replication primary/backup) — docs/ha.md", self.size,
+                        "(ha-policy replication primary/backup) — docs/ha.md", at_start,
                         "this backup takes over" if self.master is None else "the backup takes over")
         if self.master is None:
             return await self._replicate()
@@ -120,24 +144,30 @@ class ClassicActivation(ReplicatingPair):
         if not others:
             return None
         request = cpb.VoteRequest(target_node_id=node_id, request_to_stay_active=True)
-        tally = await ask(others, self._identity, request, Tally(needed=len(others) + 1), self.master.quorum_vote_wait)
+        tally = await ask(others, self._identity, request, Tally(needed=len(others) + 1), self.master.quorum_vote_wait,
+                          view=self.view)
         elsewhere = sorted((voter, at) for voter, at in tally.seen_at.items() if at)
         return elsewhere[0] if elsewhere else None
 
     async def try_take_over(self, coordination_id: str, instance: str, epoch: int, copy_id: str) -> int | None:
         """For the slave's runner once the stream ended: vote rounds; the epoch
-        floor to activate at, or StaleCopy when every round failed."""
+        floor to activate at, or StaleCopy when every round failed. The votes
+        needed are counted after each round, from the lives its answers showed."""
         rounds = max(1, self.role.vote_retries)
-        needed = votes_needed(self.size)
+        self.view.saw_live(self.live_endpoint(), coordination_id)
         request = cpb.VoteRequest(target_node_id=coordination_id, copy_id=copy_id)
         for n in range(1, rounds + 1):
-            tally = await ask(self._lives, self._identity, request, Tally(needed), self.role.quorum_vote_wait)
+            tally = await ask(self._lives, self._identity, request, Tally(needed=0), self.role.quorum_vote_wait,
+                              view=self.view)
+            size = self.size(coordination_id)
+            tally.needed = votes_needed(size)
             if tally.decided:
-                log.info("classic replication: quorum vote %d/%d won (%d of %d lives needed agree %s is gone); "
-                         "taking over", n, rounds, tally.positive, needed, coordination_id)
+                log.info("classic replication: quorum vote %d/%d won (%d of %d lives needed agree %s is gone; "
+                         "quorum size %d); taking over", n, rounds, tally.positive, tally.needed, coordination_id,
+                         size)
                 return epoch + 1
-            log.warning("classic replication: quorum vote %d/%d lost: %d of %d needed votes (%s); %s", n, rounds,
-                        tally.positive, needed, _voices(tally) or "no live answered",
+            log.warning("classic replication: quorum vote %d/%d lost: %d of %d needed votes (quorum size %d: %s); "
+                        "%s", n, rounds, tally.positive, tally.needed, size, _voices(tally) or "no live answered",
                         "voting again" if n < rounds else "giving up")
             if n < rounds:
                 await asyncio.sleep(self.role.vote_retry_wait / 1000)
@@ -156,24 +186,39 @@ class ClassicActivation(ReplicatingPair):
     async def forget_copy(self, copy_id: str) -> bool:
         """The live's hook, before it confirms alone: enough lives hold the
         lost backup's copy stale that it cannot win a vote. Confirms wait
-        until they do; False (the node halts) only when vote-on-replication-failure
-        asks and a quorum does not see this node as the live."""
+        until they do; False (the node halts) when the copy has already won
+        a vote (as many lives refuse the notice, having voted for it, as a vote
+        needs; or a live sees this node id served elsewhere: a live frozen
+        while its backup took over, then resumed), or when
+        vote-on-replication-failure asks and a quorum does not see this node
+        as the live."""
         role = self.role
-        need = acks_needed(self.size)
-        others = self._others
         said = ""
         while True:
-            acked = await forget_copy(others, self._identity, self.node_id(), copy_id, role.quorum_vote_wait)
-            if len(acked) >= need:
-                log.info("classic replication: %d live(s) hold the lost backup's copy stale (%d needed); "
-                         "confirming alone", len(acked), need)
+            node_id = self.node_id()
+            notices = await forget_copy(self._others, self._identity, node_id, copy_id, role.quorum_vote_wait,
+                                        self.view, self._name)
+            size = self.size(node_id)
+            elsewhere = sorted(notices.served_elsewhere.items())
+            outcome = notice_outcome(size, len(notices.acked), len(notices.voted_for_copy), bool(elsewhere))
+            if outcome is True:
+                log.info("classic replication: %d live(s) hold the lost backup's copy stale (%d needed of quorum "
+                         "size %d); confirming alone", len(notices.acked), acks_needed(size), size)
                 return True
+            if outcome is False:
+                where = (f"live {elsewhere[0][0]} sees this node id served by {elsewhere[0][1]}" if elsewhere else
+                         f"{len(notices.voted_for_copy)} live(s) voted for it to take over, "
+                         f"{votes_needed(size)} needed of quorum size {size}")
+                log.error("classic replication: the lost backup's copy %s has taken over this node's store (%s); "
+                          "stopping without confirming anything alone", copy_id, where)
+                return False
             if getattr(role, "vote_on_replication_failure", False) and not await self._may_stay():
                 log.error("classic replication: vote-on-replication-failure: a quorum of lives does not see this "
                           "node as the live; stopping (another node may serve its store)")
                 return False
-            why = (f"only {len(acked)} of the {need} lives needed took the notice that the lost backup's copy is "
-                   "stale; confirms wait (a backup with that copy could otherwise take over without them)")
+            why = (f"only {len(notices.acked)} of the {acks_needed(size)} lives needed (quorum size {size}) took "
+                   "the notice that the lost backup's copy is stale; confirms wait (a backup with that copy could "
+                   "otherwise take over without them)")
             if why != said:
                 log.warning("classic replication: %s", why)
                 said = why
@@ -181,8 +226,9 @@ class ClassicActivation(ReplicatingPair):
 
     async def _may_stay(self) -> bool:
         request = cpb.VoteRequest(target_node_id=self.node_id(), request_to_stay_active=True)
-        tally = Tally(votes_needed(self.size), request_to_stay_active=True, own_connectors=frozenset(self._own))
-        await ask(self._others, self._identity, request, tally, self.role.quorum_vote_wait)
+        tally = Tally(0, request_to_stay_active=True, own_connectors=frozenset(self._own))
+        await ask(self._others, self._identity, request, tally, self.role.quorum_vote_wait, view=self.view)
+        tally.needed = votes_needed(self.size(self.node_id()))
         return tally.decided
 
     async def held(self) -> str:
@@ -195,7 +241,8 @@ class ClassicActivation(ReplicatingPair):
         pass
 
     async def close(self) -> None:
-        pass
+        if self._probing is not None:
+            self._probing.cancel()
 
 
 def _voices(tally: Tally) -> str:

@@ -7,13 +7,26 @@ Artemis's table: of `size` lives, 1 needs no vote, 2 need 1, n >= 3 need
 n // 2 + 1. A backup that cannot reach enough lives (it is the one cut off)
 stays passive.
 
+**The size counts lives, never backups** (Artemis counts the live servers of
+the cluster topology). `LiveView` is what a node knows of them: which node
+id it last saw served at each endpoint (every answer carries the answering
+node's view of the lives, `members`) and which endpoints answered as passive
+backups. The size is the number of distinct live node ids known, plus every
+endpoint named in the cluster connection that the node has never heard from
+(it might be a live: counting it keeps a node cut off from the cluster from
+undercounting). Node ids are remembered once seen, as Artemis remembers the
+largest cluster it saw, so a live that died still counts.
+
 Beyond Artemis: when a live loses its backup, the backup's copy misses what
 the live confirms from then on. Before confirming anything alone, the live
 declares that copy stale (`Cluster.ForgetCopy`) to enough lives that no
 majority of votes can be gathered without one of them — `acks_needed` — so a
 backup cut off from its live can never take over with a copy that lacks a
-confirmed message. The pure deciders here have their own unit tests
-(tests/unit/test_quorum_vote.py).
+confirmed message. A live that already voted for that copy refuses the
+notice (a vote cannot be taken back); once as many refuse as a vote needs,
+the copy has won and the live stops (`notice_outcome`) — a live frozen while
+its backup took over, then resumed, confirms nothing. The pure deciders here
+have their own unit tests (tests/unit/test_quorum_vote.py).
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from meshmq.errors import REASON_METADATA_KEY, Reason
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 
@@ -37,8 +51,56 @@ def votes_needed(size: int) -> int:
 
 
 def quorum_size(configured: int, lives: int) -> int:
-    """quorum-size, or (-1) the lives the node's cluster connection names."""
+    """quorum-size, or (-1) the lives the topology knows (`LiveView.lives`)."""
     return configured if configured >= 0 else lives
+
+
+@dataclass
+class LiveView:
+    """What one node knows of the cluster's lives: every live node id seen
+    (remembered, as Artemis remembers the largest cluster it saw), the node id
+    last seen served at each endpoint, and the endpoints that answered as
+    passive backups. Pure: the I/O below feeds it."""
+
+    node_ids: set[str] = field(default_factory=set)
+    served: dict[str, str] = field(default_factory=dict)  # endpoint -> node id served there
+    passive: set[str] = field(default_factory=set)
+
+    def saw_live(self, endpoint: str, node_id: str) -> None:
+        if node_id:
+            self.node_ids.add(node_id)
+        if endpoint and node_id:
+            self.served[endpoint] = node_id
+            self.passive.discard(endpoint)
+
+    def saw_members(self, members: Iterable[cpb.ClusterMember]) -> None:
+        for m in members:
+            self.saw_live(m.connector, m.node_id)
+
+    def saw_passive(self, endpoint: str) -> None:
+        """A backup answers there now (the node id once served there stays counted)."""
+        self.served.pop(endpoint, None)
+        self.passive.add(endpoint)
+
+    def lives(self, named: Iterable[str], own: Iterable[str] = (), node_ids: Iterable[str] = ()) -> int:
+        """The lives a vote counts: every live node id known (and `node_ids`: the
+        node's own when it serves, or the live a backup would replace), plus each
+        endpoint in `named` never heard from (`own` excepted)."""
+        known = set(self.served) | self.passive | set(own)
+        unknown = {e for e in named if e not in known}
+        return len(self.node_ids | {n for n in node_ids if n}) + len(unknown)
+
+
+def notice_outcome(size: int, acked: int, voted_for_copy: int, served_elsewhere: bool) -> bool | None:
+    """What a live that lost its backup does after a round of stale-copy
+    notices among `size` lives: True, confirm alone (enough lives took the
+    notice); False, stop (the copy won a vote, or its node id is served
+    elsewhere); None, keep its confirms waiting and ask again."""
+    if served_elsewhere or (voted_for_copy > 0 and voted_for_copy >= votes_needed(size)):
+        return False
+    if acked >= acks_needed(size):
+        return True
+    return None
 
 
 def acks_needed(size: int) -> int:
@@ -78,10 +140,18 @@ class Tally:
         return self.positive >= self.needed
 
 
-async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tally: Tally, wait_s: float) -> Tally:
+def _passive(exc: grpc.aio.AioRpcError) -> bool:
+    """The endpoint answered as a passive backup (services/router/passive.py)."""
+    return any(k == REASON_METADATA_KEY and v == Reason.NOT_ACTIVE.value for k, v in exc.trailing_metadata() or ())
+
+
+async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tally: Tally, wait_s: float,
+              view: LiveView | None = None) -> Tally:
     """One round: ask every endpoint at once; ends when the tally is decided,
-    every endpoint answered or failed, or after `wait_s` (quorum-vote-wait)."""
-    if tally.decided:
+    every endpoint answered or failed, or after `wait_s` (quorum-vote-wait).
+    With a `view`, every answer updates it, and the round waits for every
+    answer (the size, hence the votes needed, is known only then)."""
+    if tally.decided and view is None:
         return tally
     channels = []
 
@@ -89,15 +159,21 @@ async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tall
         channel = identity.open(endpoint)
         channels.append(channel)
         try:
-            tally.count(await cgrpc.ClusterStub(channel).Vote(request, metadata=identity.metadata, timeout=wait_s))
+            reply = await cgrpc.ClusterStub(channel).Vote(request, metadata=identity.metadata, timeout=wait_s)
+            if view is not None:
+                view.saw_live(endpoint, reply.node_id)
+                view.saw_members(reply.members)
+            tally.count(reply)
         except grpc.aio.AioRpcError as exc:  # down, passive (NOT_ACTIVE), or refusing the credential
+            if view is not None and _passive(exc):
+                view.saw_passive(endpoint)
             log.debug("quorum vote: %s did not vote (%s)", endpoint, exc.details())
 
     tasks = [asyncio.create_task(one(e)) for e in dict.fromkeys(endpoints)]
     try:
         pending = set(tasks)
         deadline = asyncio.get_running_loop().time() + wait_s
-        while pending and not tally.decided:
+        while pending and (view is not None or not tally.decided):
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 break
@@ -110,23 +186,63 @@ async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tall
     return tally
 
 
-async def forget_copy(endpoints: Iterable[str], identity, target_node_id: str, copy_id: str, wait_s: float
-                      ) -> set[str]:
-    """Tell every endpoint that `copy_id` of `target_node_id`'s store is stale;
-    the node ids that acknowledged it within `wait_s`."""
-    acked: set[str] = set()
+async def learn_members(endpoints: Iterable[str], identity, view: LiveView, wait_s: float) -> None:
+    """Ask every endpoint for the lives it sees (`Cluster.Members`) and put the answers in `view`."""
+
+    async def one(endpoint: str) -> None:
+        channel = identity.open(endpoint)
+        try:
+            reply = await cgrpc.ClusterStub(channel).Members(cpb.MembersRequest(), metadata=identity.metadata,
+                                                             timeout=wait_s)
+            view.saw_live(endpoint, reply.node_id)
+            view.saw_members(reply.members)
+        except grpc.aio.AioRpcError as exc:
+            if _passive(exc):
+                view.saw_passive(endpoint)
+        finally:
+            await channel.close()
+
+    await asyncio.gather(*(one(e) for e in dict.fromkeys(endpoints)))
+
+
+@dataclass
+class Notices:
+    """One round of stale-copy notices: who took it, who refused it having
+    voted for the copy, and which lives see the target's node id served by
+    another node (its name is not the live's own: addresses may differ between
+    where a node listens and how others reach it, names do not)."""
+
+    acked: set[str] = field(default_factory=set)
+    voted_for_copy: set[str] = field(default_factory=set)
+    served_elsewhere: dict[str, str] = field(default_factory=dict)  # voter's node id -> "name at connector"
+
+
+async def forget_copy(endpoints: Iterable[str], identity, target_node_id: str, copy_id: str, wait_s: float,
+                      view: LiveView, own_name: str) -> Notices:
+    """Tell every endpoint that `copy_id` of `target_node_id`'s store (served by
+    the node named `own_name`) is stale; what they answered within `wait_s`
+    (and `view` updated from it)."""
+    notices = Notices()
     request = cpb.ForgetCopyRequest(target_node_id=target_node_id, copy_id=copy_id)
 
     async def one(endpoint: str) -> None:
         channel = identity.open(endpoint)
         try:
             reply = await cgrpc.ClusterStub(channel).ForgetCopy(request, metadata=identity.metadata, timeout=wait_s)
-            if reply.node_id != target_node_id:
-                acked.add(reply.node_id)
+            view.saw_members(reply.members)
+            if reply.node_id == target_node_id:
+                return  # this node itself, at another of its endpoints
+            view.saw_live(endpoint, reply.node_id)
+            (notices.voted_for_copy if reply.voted_for_copy else notices.acked).add(reply.node_id)
+            for m in reply.members:
+                if m.node_id == target_node_id and m.node_name != own_name:
+                    notices.served_elsewhere[reply.node_id] = f"{m.node_name} at {m.connector}"
         except grpc.aio.AioRpcError as exc:
+            if _passive(exc):
+                view.saw_passive(endpoint)
             log.debug("quorum vote: %s did not take the stale-copy notice (%s)", endpoint, exc.details())
         finally:
             await channel.close()
 
     await asyncio.gather(*(one(e) for e in dict.fromkeys(endpoints)))
-    return acked
+    return notices

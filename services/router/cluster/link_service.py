@@ -67,18 +67,29 @@ def answer_vote(request: cpb.VoteRequest, members: list[cpb.ClusterMember], stal
     asking to take the target's place gets a vote when the target is not among
     them — and, beyond Artemis, only if its copy is not one the target declared
     stale (ForgetCopy); the target asking to stay live gets one when it is seen
-    (with where: a backup that took its place serves the same node id elsewhere)."""
+    (with where: a backup that took its place serves the same node id elsewhere).
+    Every answer carries `members`: the voter's view of the lives, from which
+    the asking node counts the quorum size."""
     connector = next((m.connector for m in members if m.node_id == request.target_node_id), "")
     seen = connector != ""
-    if request.request_to_stay_active:
-        return cpb.VoteReply(vote=seen, connector=connector)
-    return cpb.VoteReply(vote=not seen and request.copy_id not in stale_copies, connector=connector)
+    vote = seen if request.request_to_stay_active else not seen and request.copy_id not in stale_copies
+    return cpb.VoteReply(vote=vote, connector=connector, members=members)
 
 
 # Stale copies remembered per live (a backup re-copies at most this often between two failures of its
 # live), and lives remembered (the oldest are forgotten first).
 STALE_COPIES_KEPT = 64
 STALE_LIVES_KEPT = 1024
+
+
+def _remember(copies: dict[str, deque[str]], target_node_id: str, copy_id: str) -> None:
+    """Add `copy_id` to the copies remembered for `target_node_id` (bounded both ways)."""
+    kept = copies.pop(target_node_id, None) or deque(maxlen=STALE_COPIES_KEPT)
+    copies[target_node_id] = kept  # the most recently told last
+    while len(copies) > STALE_LIVES_KEPT:
+        del copies[next(iter(copies))]
+    if copy_id not in kept:
+        kept.append(copy_id)
 
 
 # Answers a colocated live's request for a backup (services/ha-coordinator/colocated.py, composed by
@@ -106,8 +117,10 @@ class ClusterServicer(cgrpc.ClusterServicer):
         self._password = cluster_password
         self.links: dict[str, cpb.LinkHello] = {}
         self._outs: set[asyncio.Queue] = set()
-        # Copies of each live's store its live declared stale (classic replication votes refuse them).
+        # Copies of each live's store its live declared stale (classic replication votes refuse them),
+        # and copies this node voted for: a vote cannot be taken back, so the notice for one is refused.
         self._stale: dict[str, deque[str]] = {}
+        self._voted: dict[str, deque[str]] = {}
         self._backup_requests = backup_requests
 
     def close(self) -> None:
@@ -137,12 +150,20 @@ class ClusterServicer(cgrpc.ClusterServicer):
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a vote needs target_node_id"))
         reply = answer_vote(request, self._members(), self._stale.get(request.target_node_id, ()))
         reply.node_id, reply.node_name = self.broker.node_id, self.broker.name
+        if reply.vote and not request.request_to_stay_active:
+            _remember(self._voted, request.target_node_id, request.copy_id)
         if not request.request_to_stay_active:
             log.info("quorum vote: a backup of %s asked to take over (copy %s): %s", request.target_node_id,
                      request.copy_id, "voted for it" if reply.vote else
                      f"voted against (the live is seen at {reply.connector})" if reply.connector
                      else "voted against (its live declared that copy stale)")
         return reply
+
+    async def Members(self, request: cpb.MembersRequest, context: grpc.aio.ServicerContext) -> cpb.MembersReply:
+        refused = self._refusal(context, "members request")
+        if refused is not None:
+            await abort_with(context, refused)
+        return cpb.MembersReply(node_id=self.broker.node_id, members=self._members())
 
     async def RequestBackup(self, request: cpb.BackupRequest, context: grpc.aio.ServicerContext) -> cpb.BackupReply:
         refused = self._refusal(context, "backup request")
@@ -163,15 +184,16 @@ class ClusterServicer(cgrpc.ClusterServicer):
         if not request.target_node_id or not request.copy_id:
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST,
                                                   "ForgetCopy needs target_node_id and copy_id"))
-        kept = self._stale.pop(request.target_node_id, None) or deque(maxlen=STALE_COPIES_KEPT)
-        self._stale[request.target_node_id] = kept  # the most recently told last
-        while len(self._stale) > STALE_LIVES_KEPT:
-            del self._stale[next(iter(self._stale))]
-        if request.copy_id not in kept:
-            kept.append(request.copy_id)
-        log.info("quorum vote: %s declared its backup's copy %s stale; no vote for it from here",
-                 request.target_node_id, request.copy_id)
-        return cpb.ForgetCopyReply(node_id=self.broker.node_id)
+        _remember(self._stale, request.target_node_id, request.copy_id)
+        voted = request.copy_id in self._voted.get(request.target_node_id, ())
+        if voted:
+            log.warning("quorum vote: %s declared its backup's copy %s stale, but this node already voted for that "
+                        "copy to take over: notice refused (the live may not count it)", request.target_node_id,
+                        request.copy_id)
+        else:
+            log.info("quorum vote: %s declared its backup's copy %s stale; no vote for it from here",
+                     request.target_node_id, request.copy_id)
+        return cpb.ForgetCopyReply(node_id=self.broker.node_id, members=self._members(), voted_for_copy=voted)
 
     async def Link(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
         refused = self._refusal(context, "cluster link")
