@@ -454,12 +454,17 @@ class Admin:
         req = mgpb.MoveMessagesRequest(queue=queue, to_queue=to_queue, filter=filter, limit=limit)
         return await self._stream(self._stub.MoveMessages, req, on_progress)
 
-    async def retry_messages(self, queue: str, *, filter: str = "",
+    async def retry_messages(self, queue: str, *, filter: str = "", message_id: int = 0,
                              on_progress: Callable[[mgpb.OperationProgress], None] | None = None
                              ) -> mgpb.OperationProgress:
-        """Send a dead-letter (or expiry) queue's messages back to the queues
-        they died on. The final progress's `total - done` were left (no origin)."""
-        req = mgpb.RetryMessagesRequest(queue=queue, filter=filter)
+        """Send a dead-letter (or expiry) queue's messages (those `filter`
+        selects, or only `message_id`) back to the queues they died on, or, where
+        such a queue is gone, to their original address. Returns the final
+        progress with every message's outcome (`outcomes`, in the order they
+        were taken; `on_progress` sees each batch's); `kept` were left where
+        they were, each outcome saying why. Raises MESSAGE_NOT_FOUND when
+        `queue` holds no message `message_id`."""
+        req = mgpb.RetryMessagesRequest(queue=queue, filter=filter, message_id=message_id)
         return await self._stream(self._stub.RetryMessages, req, on_progress)
 
     async def pause_queue(self, name: str) -> mgpb.QueueInfo:
@@ -471,10 +476,14 @@ class Admin:
     async def _stream(self, method, request, on_progress) -> mgpb.OperationProgress:
         # No deadline: a long operation reports progress for as long as it runs.
         last = mgpb.OperationProgress()
+        outcomes = []
         try:
             async for last in method(request, metadata=self._md):
+                outcomes.extend(last.outcomes)
                 if on_progress is not None:
                     on_progress(last)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc) from None
-        return last
+        final = mgpb.OperationProgress(done=last.done, total=last.total, finished=last.finished, kept=last.kept)
+        final.outcomes.extend(outcomes)  # each progress carries its batch's: the final one, all of them
+        return final

@@ -1,5 +1,6 @@
 from meshmq.v1 import messages_pb2 as _messages_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -76,22 +77,60 @@ class MoveMessagesRequest(_message.Message):
     def __init__(self, queue: _Optional[str] = ..., to_queue: _Optional[str] = ..., filter: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class RetryMessagesRequest(_message.Message):
-    __slots__ = ("queue", "filter")
+    __slots__ = ("queue", "filter", "message_id")
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     queue: str
     filter: str
-    def __init__(self, queue: _Optional[str] = ..., filter: _Optional[str] = ...) -> None: ...
+    message_id: int
+    def __init__(self, queue: _Optional[str] = ..., filter: _Optional[str] = ..., message_id: _Optional[int] = ...) -> None: ...
+
+class MessageOutcome(_message.Message):
+    __slots__ = ("message_id", "result", "address", "queues", "address_created", "queues_created", "reason", "detail", "new_message_id")
+    class Result(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        RESULT_UNSPECIFIED: _ClassVar[MessageOutcome.Result]
+        RETURNED: _ClassVar[MessageOutcome.Result]
+        SENT_TO_ADDRESS: _ClassVar[MessageOutcome.Result]
+        KEPT: _ClassVar[MessageOutcome.Result]
+    RESULT_UNSPECIFIED: MessageOutcome.Result
+    RETURNED: MessageOutcome.Result
+    SENT_TO_ADDRESS: MessageOutcome.Result
+    KEPT: MessageOutcome.Result
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_CREATED_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_CREATED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    NEW_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    message_id: int
+    result: MessageOutcome.Result
+    address: str
+    queues: _containers.RepeatedScalarFieldContainer[str]
+    address_created: bool
+    queues_created: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    detail: str
+    new_message_id: int
+    def __init__(self, message_id: _Optional[int] = ..., result: _Optional[_Union[MessageOutcome.Result, str]] = ..., address: _Optional[str] = ..., queues: _Optional[_Iterable[str]] = ..., address_created: _Optional[bool] = ..., queues_created: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ..., new_message_id: _Optional[int] = ...) -> None: ...
 
 class OperationProgress(_message.Message):
-    __slots__ = ("done", "total", "finished")
+    __slots__ = ("done", "total", "finished", "kept", "outcomes")
     DONE_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     done: int
     total: int
     finished: bool
-    def __init__(self, done: _Optional[int] = ..., total: _Optional[int] = ..., finished: _Optional[bool] = ...) -> None: ...
+    kept: int
+    outcomes: _containers.RepeatedCompositeFieldContainer[MessageOutcome]
+    def __init__(self, done: _Optional[int] = ..., total: _Optional[int] = ..., finished: _Optional[bool] = ..., kept: _Optional[int] = ..., outcomes: _Optional[_Iterable[_Union[MessageOutcome, _Mapping]]] = ...) -> None: ...
 
 class PauseQueueRequest(_message.Message):
     __slots__ = ("name",)

@@ -205,7 +205,8 @@ class ManagementServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RetryMessages(self, request, context):
-        """Dead letters back to the queue they died on (their _AMQ_ORIG_QUEUE / _AMQ_ORIG_ADDRESS).
+        """Dead letters back to the queue they died on (_AMQ_ORIG_QUEUE), or, when it is
+        gone, sent to their _AMQ_ORIG_ADDRESS; each progress says what happened to each message of its batch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -947,12 +947,11 @@ class Broker:
             self.release(ref, REMOVED)
             return
         settings = self.settings(q.address)
-        max_attempts = settings.max_delivery_attempts
-        if max_attempts >= 0 and ref.delivery_count >= max_attempts:
+        if self._exhausted(ref):
             q.messages_killed += 1
             log.warning(
                 "message %d on %s reached max-delivery-attempts (%d): sending to %s",
-                ref.msg.id, q.name, max_attempts,
+                ref.msg.id, q.name, settings.max_delivery_attempts,
                 settings.dead_letter_address or "nowhere (no dead-letter-address: dropped)",
             )
             dead_letter.move(self, ref, settings.dead_letter_address, DEAD_LETTERED)
@@ -966,10 +965,24 @@ class Broker:
         else:
             self._redeliver(ref)
 
+    def _exhausted(self, ref: Ref) -> bool:
+        """A returned delivery has reached its address's max-delivery-attempts (-1: never)."""
+        max_attempts = self.settings(ref.queue.address).max_delivery_attempts
+        return 0 <= max_attempts <= ref.delivery_count
+
     def cancel_in_order(self, refs: list[Ref]) -> None:
-        """Cancel several deliveries so each queue gets them back at its head in
-        their original order (newest first: each goes in front of the last)."""
-        for ref in sorted(refs, key=lambda r: r.msg.id, reverse=True):
+        """Cancel several deliveries keeping their original order: those that
+        reached max-delivery-attempts go to the dead-letter address oldest first
+        (each is appended there), then the others go back to the head of their
+        queues newest first (each goes in front of the last)."""
+        ordered = sorted(refs, key=lambda r: r.msg.id)
+        back = []
+        for ref in ordered:
+            if not ref.queue.deleted and self._exhausted(ref):
+                self.cancel(ref)
+            else:
+                back.append(ref)
+        for ref in reversed(back):
             self.cancel(ref)
 
     def _redeliver(self, ref: Ref) -> None:

@@ -3,7 +3,9 @@
 Three steps the broker takes apart from routing: a message that reached
 max-delivery-attempts or expired is copied to the dead-letter or expiry
 address with the `_AMQ_ORIG_*` properties Artemis sets, and its original
-reference released (`move`); a message no queue takes is redirected to the
+reference released (`move`; `_AMQ_ORIG_ROUTING_TYPE` is the routing type of
+the queue it died on, "ANYCAST" or "MULTICAST", so that a retry after that
+queue is gone sends it to its address as it had reached it); a message no queue takes is redirected to the
 dead-letter address when send-to-dla-on-no-route is set
 (`redirect_unroutable`); and such an address that does not exist yet gets an
 anycast queue of its own name (`ensure_target`), so a moved message is kept
@@ -23,7 +25,7 @@ from meshmq.v1 import messages_pb2 as mpb
 
 from .message import Ref, ServerMessage
 from .queue import Queue, now_ms
-from .routing import ANYCAST
+from .routing import ANYCAST, routing_type_name
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -40,7 +42,10 @@ def redirect_unroutable(broker: Broker, msg: ServerMessage, dead_letter_address:
     the caller). Its routing type goes, as for a moved message: it reaches the
     dead-letter queues whatever it was sent as, and the dead-letter address
     keeps the routing types it was declared with."""
-    msg.proto.properties["_AMQ_ORIG_ADDRESS"].string_value = msg.address
+    props = msg.proto.properties
+    props["_AMQ_ORIG_ADDRESS"].string_value = msg.address
+    if msg.routing_type:
+        props["_AMQ_ORIG_ROUTING_TYPE"].string_value = routing_type_name(msg.routing_type)
     msg.proto.address = msg.address = dead_letter_address
     msg.proto.routing_type = msg.routing_type = 0
     ensure_target(broker, dead_letter_address)
@@ -58,6 +63,7 @@ def move(broker: Broker, ref: Ref, target: str | None, kind: int) -> None:
     props["_AMQ_ORIG_ADDRESS"].string_value = src.address
     props["_AMQ_ORIG_QUEUE"].string_value = ref.queue.name
     props["_AMQ_ORIG_MESSAGE_ID"].int_value = src.id
+    props["_AMQ_ORIG_ROUTING_TYPE"].string_value = routing_type_name(ref.queue.routing_type)
     if kind == jpb.EXPIRED:
         props["_AMQ_ACTUAL_EXPIRY"].int_value = now_ms()
     copy.expiration = 0
@@ -85,6 +91,7 @@ def mark_origin(copy: mpb.Message, ref: Ref) -> None:
     props = copy.properties
     if "_AMQ_ORIG_QUEUE" not in props:
         props["_AMQ_ORIG_QUEUE"].string_value = ref.queue.name
+        props["_AMQ_ORIG_ROUTING_TYPE"].string_value = routing_type_name(ref.queue.routing_type)
     if "_AMQ_ORIG_MESSAGE_ID" not in props:
         props["_AMQ_ORIG_ADDRESS"].string_value = ref.msg.address
         props["_AMQ_ORIG_MESSAGE_ID"].int_value = ref.msg.id

@@ -58,7 +58,16 @@ def browsed_message(item: browsing.Browsed, preview: int) -> mgpb.BrowsedMessage
 
 
 def progress(p: message_moves.Progress) -> mgpb.OperationProgress:
-    return mgpb.OperationProgress(done=p.done, total=p.total, finished=p.finished)
+    return mgpb.OperationProgress(done=p.done, total=p.total, finished=p.finished, kept=p.kept,
+                                  outcomes=[message_outcome(o) for o in p.outcomes])
+
+
+def message_outcome(o: message_moves.Outcome) -> mgpb.MessageOutcome:
+    return mgpb.MessageOutcome(
+        message_id=o.message_id, result=mgpb.MessageOutcome.Result.Value(o.result), address=o.address,
+        queues=o.queues, address_created=o.address_created, queues_created=o.queues_created, reason=o.reason,
+        detail=o.detail, new_message_id=o.new_message_id,
+    )
 
 
 def queue_info(q: Queue) -> mgpb.QueueInfo:
@@ -308,7 +317,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
     async def RetryMessages(self, request, context):
         def run():
             b = self.broker
-            return message_moves.retry(b, b.get_queue(request.queue), compile_filter(request.filter))
+            return message_moves.retry(b, b.get_queue(request.queue), compile_filter(request.filter),
+                                       request.message_id)
 
         async for item in self._guard_stream(
             context, run, lambda: [(Permission.MANAGE, self.broker.get_queue(request.queue).address)]

@@ -20,11 +20,22 @@ properties, priority, durability and expiration, and gets Artemis's
 `_AMQ_ORIG_QUEUE`/`_AMQ_ORIG_ADDRESS`/`_AMQ_ORIG_MESSAGE_ID` unless it has
 them already. A retried copy keeps its properties as they are.
 
-A retry sends each message to the queue its `_AMQ_ORIG_QUEUE` names, or,
-when that queue no longer exists, routes it to its `_AMQ_ORIG_ADDRESS`. A
-message with neither, whose origin is the source queue itself, or whose
-address routes nowhere, stays where it is and is not counted as done: the
-final progress's `total - done` is what was left.
+A retry returns each message to the queue its `_AMQ_ORIG_QUEUE` names
+(`retry_target`, pure, decides where). When that queue is gone — typically
+auto-deleted once its last messages were dead-lettered — it sends the message
+to its `_AMQ_ORIG_ADDRESS`, routed as a client's send would be: the address
+and an anycast queue are auto-created as its address settings allow
+(auto-create-addresses, auto-create-queues), with the routing type of the
+queue it died on (`_AMQ_ORIG_ROUTING_TYPE`), as Artemis's retryMessages
+does. A message dead-lettered before meshmq recorded that routing type goes
+as ANYCAST when its queue was named like its address (how auto-created and
+point-to-point queues are named), else without a routing type. A message
+that cannot go anywhere — no origin, an origin that is the source queue,
+an address that does not exist and may not be created, or one that routes
+it to no queue — stays where it is, in its place; an address created only
+for it is deleted again. Each progress carries an `Outcome` per message of
+its batch, so the caller can say what happened to each one; `done` counts
+those moved, `kept` those left.
 
 Paged messages are read in only while the source address has room: if it
 stays full of messages the operation does not take, the operation stops
@@ -45,6 +56,7 @@ from meshmq.v1 import journal_pb2 as jpb
 from . import browsing, dead_letter
 from .message import Ref
 from .queue import Queue
+from .routing import ANYCAST, RT_BY_NAME, routing_type_name
 
 if TYPE_CHECKING:
     from .broker import Broker
@@ -53,11 +65,68 @@ if TYPE_CHECKING:
 BATCH = 500
 
 
+RETURNED, SENT_TO_ADDRESS, KEPT = "RETURNED", "SENT_TO_ADDRESS", "KEPT"
+# Why a message was kept (besides the router's own error reasons, e.g. ADDRESS_NOT_FOUND).
+NO_ORIGIN, ORIGIN_IS_SOURCE, NO_ROUTE = "NO_ORIGIN", "ORIGIN_IS_SOURCE", "NO_ROUTE"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a retry did with one message (`message_id`: its id in the source queue)."""
+
+    message_id: int
+    result: str  # RETURNED, SENT_TO_ADDRESS or KEPT
+    address: str = ""
+    queues: tuple[str, ...] = ()
+    address_created: bool = False
+    queues_created: tuple[str, ...] = ()
+    reason: str = ""
+    detail: str = ""
+    new_message_id: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     done: int
     total: int
     finished: bool = False
+    kept: int = 0
+    # What happened to each message of the batch this progress reports (retry only).
+    outcomes: tuple[Outcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RetryTarget:
+    """Where a dead letter goes back to: `queue`, or else `address` with
+    `routing_type` (0: none); or it stays, for `reason` (`detail` in words)."""
+
+    queue: str = ""
+    address: str = ""
+    routing_type: int = 0
+    reason: str = ""
+    detail: str = ""
+
+
+def retry_target(orig_queue: str, orig_address: str, orig_routing_type: str, source: str, source_address: str,
+                 queue_exists: Callable[[str], bool]) -> RetryTarget:
+    """Where a retry sends a message whose `_AMQ_ORIG_QUEUE`, `_AMQ_ORIG_ADDRESS`
+    and `_AMQ_ORIG_ROUTING_TYPE` are given ("" when absent), taken from the
+    queue `source` on `source_address` (pure: see the module docstring)."""
+    if orig_queue and queue_exists(orig_queue):
+        if orig_queue == source:
+            return RetryTarget(reason=ORIGIN_IS_SOURCE, detail=f"it died on {source!r} itself")
+        return RetryTarget(queue=orig_queue)
+    if not orig_address:
+        if orig_queue:
+            return RetryTarget(reason=NO_ORIGIN,
+                               detail=f"its queue {orig_queue!r} is gone and it has no _AMQ_ORIG_ADDRESS")
+        return RetryTarget(reason=NO_ORIGIN, detail="it has no _AMQ_ORIG_QUEUE or _AMQ_ORIG_ADDRESS to return to")
+    if orig_address == source_address:
+        return RetryTarget(reason=ORIGIN_IS_SOURCE, detail=f"its address {orig_address!r} is that of {source!r}")
+    rt = RT_BY_NAME.get(orig_routing_type, 0)
+    if not orig_routing_type and orig_queue == orig_address:
+        rt = ANYCAST
+    return RetryTarget(address=orig_address, routing_type=rt)
 
 
 def _selected(selector: Selector | None, last_id: int) -> Callable[[Ref], bool]:
@@ -75,7 +144,7 @@ async def move(broker: Broker, source: Queue, target: Queue, selector: Selector 
     def copy(ref: Ref):
         msg = dead_letter.copy_message(broker, ref, target.address)
         dead_letter.mark_origin(msg, ref)
-        return dead_letter.server_message(msg), [target]
+        return dead_letter.server_message(msg), [target], None
 
     wanted = _selected(selector, broker.last_message_id)
     async for p in _run(broker, source, wanted, copy, limit, count=wanted if selector is not None else None,
@@ -83,53 +152,97 @@ async def move(broker: Broker, source: Queue, target: Queue, selector: Selector 
         yield p
 
 
-async def retry(broker: Broker, source: Queue, selector: Selector | None) -> AsyncIterator[Progress]:
-    """Send `source`'s dead letters that `selector` takes back to where they died."""
+async def retry(broker: Broker, source: Queue, selector: Selector | None,
+                message_id: int = 0) -> AsyncIterator[Progress]:
+    """Send `source`'s dead letters that `selector` takes (or only the one
+    `message_id` names) back to where they died."""
     selected = _selected(selector, broker.last_message_id)
+    if message_id:
+        only = selected
+        selected = lambda ref: ref.msg.id == message_id and only(ref)  # noqa: E731
+        if not await browsing.count(broker, source, selected):
+            raise BrokerError(
+                Reason.MESSAGE_NOT_FOUND,
+                f"queue {source.name!r} holds no message {message_id}"
+                + (" that the filter selects" if selector is not None else "")
+                + " (a message being delivered to a consumer is not retried)")
     left: set[int] = set()  # id(ref) of messages found to have nowhere to go
 
-    def origin_queue(ref: Ref) -> Queue | None:
-        prop = ref.msg.proto.properties.get("_AMQ_ORIG_QUEUE")
-        return broker.queues.get(prop.string_value) if prop is not None else None
-
-    def origin_address(ref: Ref) -> str:
-        prop = ref.msg.proto.properties.get("_AMQ_ORIG_ADDRESS")
-        return prop.string_value if prop is not None else ""
-
     def retriable(ref: Ref) -> bool:
-        if id(ref) in left or not selected(ref):
-            return False
-        q = origin_queue(ref)
-        if q is not None:
-            return q is not source
-        address = origin_address(ref)
-        return bool(address) and address != source.address
+        return id(ref) not in left and selected(ref)
 
     def copy(ref: Ref):
-        q = origin_queue(ref)
-        if q is not None:
-            return dead_letter.server_message(dead_letter.copy_message(broker, ref, q.address)), [q]
-        msg = dead_letter.server_message(dead_letter.copy_message(broker, ref, origin_address(ref)))
-        queues = broker.route(msg, moved=True)
-        if not queues or source in queues:
+        props = ref.msg.proto.properties
+        where = retry_target(_text(props, "_AMQ_ORIG_QUEUE"), _text(props, "_AMQ_ORIG_ADDRESS"),
+                             _text(props, "_AMQ_ORIG_ROUTING_TYPE"), source.name, source.address,
+                             broker.queues.__contains__)
+        if where.reason:
             left.add(id(ref))
-            return msg, None
-        return msg, queues
+            return None, None, Outcome(ref.msg.id, KEPT, reason=where.reason, detail=where.detail)
+        if where.queue:
+            q = broker.queues[where.queue]
+            moved = dead_letter.server_message(dead_letter.copy_message(broker, ref, q.address))
+            return moved, [q], Outcome(ref.msg.id, RETURNED, q.address, (q.name,), new_message_id=moved.id)
+        moved, queues, outcome = _send_to_address(broker, ref, where)
+        if queues is None:
+            left.add(id(ref))
+        return moved, queues, outcome
 
-    async for p in _run(broker, source, retriable, copy, 0, count=selected if selector is not None else None):
+    async for p in _run(broker, source, retriable, copy, 0, count=selected if selector is not None or message_id
+                        else None):
         yield p
+
+
+def _text(props, name: str) -> str:
+    value = props.get(name)
+    return value.string_value if value is not None else ""
+
+
+def _send_to_address(broker: Broker, ref: Ref, where: RetryTarget):
+    """Route a copy of `ref` to `where.address` as a send would (auto-creating
+    what the address settings allow). Returns (copy, queues, outcome); queues
+    None: it stays (nothing routed, and an address created just for it deleted)."""
+    address = where.address
+    before = broker.addresses.get(address)
+    had = set(before.queues) if before is not None else set()
+    proto = dead_letter.copy_message(broker, ref, address)
+    proto.routing_type = where.routing_type
+    moved = dead_letter.server_message(proto)
+    as_type = f" as {routing_type_name(where.routing_type)}" if where.routing_type else ""
+
+    def kept(reason: str, detail: str):
+        created = broker.addresses.get(address)
+        if before is None and created is not None and not created.queues:
+            broker.delete_address(address)
+        return None, None, Outcome(ref.msg.id, KEPT, address, reason=reason, detail=detail)
+
+    try:
+        queues = broker.route(moved, moved=True)
+    except BrokerError as exc:
+        return kept(exc.reason.value, f"its queue {_text(ref.msg.proto.properties, '_AMQ_ORIG_QUEUE') or '?'!r} "
+                                      f"is gone and it cannot be sent to its address{as_type}: {exc.message}")
+    if not queues:
+        return kept(NO_ROUTE, f"its queue is gone and address {address!r} routes it{as_type} to no queue")
+    if ref.queue in queues:
+        return kept(ORIGIN_IS_SOURCE, f"address {address!r} routes it{as_type} back to {ref.queue.name!r}")
+    after = broker.addresses.get(address)
+    created = tuple(q.name for q in queues if q.address == address and q.name not in had)
+    return moved, queues, Outcome(
+        ref.msg.id, SENT_TO_ADDRESS, moved.address, tuple(q.name for q in queues),
+        address_created=before is None and after is not None, queues_created=created,
+        new_message_id=moved.id)
 
 
 async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], copy, limit: int,
                count: Callable[[Ref], bool] | None, target: Queue | None = None) -> AsyncIterator[Progress]:
     """Take batches of `wanted` messages from `source` and transfer each to
-    where `copy(ref)` says ((copy, queues); queues None: it stays). The total
-    is what `count` takes (None: every message the queue holds but those
-    being delivered)."""
+    where `copy(ref)` says ((copy, queues, outcome); queues None: it stays;
+    outcome None: nothing to report). The total is what `count` takes (None:
+    every message the queue holds but those being delivered)."""
     total = await browsing.count(broker, source, count)
     if limit:
         total = min(total, limit)
-    done = 0
+    done = kept = 0
     while not source.deleted and (not limit or done < limit):
         if target is not None and target.deleted:
             raise BrokerError(Reason.QUEUE_NOT_FOUND,
@@ -142,23 +255,27 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
             continue
         staged = []
         back = []
+        outcomes = []
         for ref in refs:
-            moved, queues = copy(ref)
+            moved, queues, outcome = copy(ref)
+            if outcome is not None:
+                outcomes.append(outcome)
             if queues is None:
                 back.append(ref)
                 continue
             staged.extend(dead_letter.transfer(broker, ref, moved, queues, jpb.REMOVED))
             done += 1
-        for ref in reversed(back):  # (rare: an address that routes nowhere) back in its place
+        for ref in reversed(back):  # back in its place
             source.add_back(ref)
         if back:
+            kept += len(back)
             broker.schedule_dispatch(source)
         broker.enqueue_when_stored(staged)
         resp = await asyncio.shield(broker.stored())  # (a cancelled call must not cancel the shared commit)
         if not resp.ok:
             raise BrokerError(Reason.STORE_UNAVAILABLE, f"the journal refused a batch of the move: {resp.message}")
-        yield Progress(done, max(total, done))
-    yield Progress(done, max(total, done), finished=True)
+        yield Progress(done, max(total, done), kept=kept, outcomes=tuple(outcomes))
+    yield Progress(done, max(total, done), finished=True, kept=kept)
 
 
 async def _page_in(broker: Broker, q: Queue) -> bool:

@@ -218,16 +218,18 @@ class Queue:
             yield from heapq.merge(self._parked[p], self._buckets[p], key=_SEQ)
 
     def remove_expired(self, now: int) -> list[Ref]:
-        """Take out every waiting message whose expiration has passed (the expiry reaper)."""
+        """Take out every waiting message whose expiration has passed (the expiry
+        reaper), in delivery order: they reach the expiry address in that order."""
         out: list[Ref] = []
-        for b in (*self._buckets, *self._parked):
-            if not any(r.msg.expiration and r.msg.expiration <= now for r in b):
-                continue
-            keep = deque()
-            for r in b:
-                (out if r.msg.expiration and r.msg.expiration <= now else keep).append(r)
-            b.clear()
-            b.extend(keep)
+        for p in range(PRIORITIES - 1, -1, -1):
+            expired: list[list[Ref]] = []
+            for lists in (self._parked, self._buckets):
+                refs = lists[p]
+                gone = [r for r in refs if r.msg.expiration and r.msg.expiration <= now]
+                if gone:
+                    lists[p] = deque(r for r in refs if not (r.msg.expiration and r.msg.expiration <= now))
+                    expired.append(gone)
+            out.extend(heapq.merge(*expired, key=_SEQ))
         self.waiting -= len(out)
         return out
 

@@ -37,6 +37,11 @@ RT_BIT = {ANYCAST: 1, MULTICAST: 2}
 RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
 
 
+def routing_type_name(rt: int) -> str:
+    """ANYCAST or MULTICAST ("" for none), as `_AMQ_ORIG_ROUTING_TYPE` carries it."""
+    return next((name for name, value in RT_BY_NAME.items() if value == rt), "")
+
+
 def routing_type_names(bits: int) -> str:
     """An address's routing-type bit set as text ("ANYCAST+MULTICAST")."""
     return "+".join(name for name, rt in RT_BY_NAME.items() if bits & RT_BIT[rt]) or "none"

@@ -12,6 +12,8 @@ import pytest
 from meshmq.client import ConnectionFailedError, MeshMQError, PermissionDeniedError, connect
 from meshmq.errors import Reason
 from meshmq.properties import properties_dict
+from meshmq.v1 import management_pb2 as mgpb
+from meshmq.v1 import messages_pb2 as mpb
 from tests.fixtures.nodes import Nodes, eventually
 
 pytestmark = pytest.mark.integration
@@ -26,6 +28,18 @@ address-settings:
   "mo.paged.#":
     max-size-bytes: 20K
     page-size-bytes: 10K
+  "mo.gone.#":
+    max-delivery-attempts: 1
+    dead-letter-address: mo.gone.DLQ
+  "mo.order.#":
+    max-delivery-attempts: 1
+    dead-letter-address: mo.order.DLQ
+    expiry-address: mo.order.Expiry
+  "mo.strict.#":
+    max-delivery-attempts: 1
+    dead-letter-address: mo.strict.DLQ
+    auto-create-addresses: false
+    auto-create-queues: false
 """
 
 
@@ -186,6 +200,126 @@ async def test_retry_returns_dead_letters_to_the_queue_they_died_on(node):
         assert [m.delivery_count for m in got] == [1, 1, 1]  # reset: this is their first delivery again
         left = await conn.admin.browse("mo.DLQ")
         assert ns(left.messages) == [99]
+
+
+async def _dead_letter(conn, queue: str, n: int) -> None:
+    """Send `n` messages to `queue` (auto-created anycast unless it exists), reject
+    each once (max-delivery-attempts 1: each is dead-lettered), then close the
+    consumer — an auto-created queue is auto-deleted then, with its address."""
+    await send(conn, queue, n)
+    c = await (await conn.session()).create_consumer(queue)
+    for _ in range(n):
+        (await c.receive(5)).nack()
+    await c.close()
+
+
+async def test_retry_sends_dead_letters_to_their_address_when_their_queue_was_auto_deleted(node):
+    async with await connect(node.url) as conn:
+        await _dead_letter(conn, "mo.gone.orders", 3)
+        await eventually(lambda: _count(conn, "mo.gone.DLQ", 3), 5, "three dead letters")
+        await eventually(lambda: _gone(conn, "mo.gone.orders"), 5, "mo.gone.orders auto-deleted")
+        assert "mo.gone.orders" not in {a.name for a in await conn.admin.list_addresses()}
+        dead = await conn.admin.browse("mo.gone.DLQ")
+        assert {properties_dict(b.message.properties)["_AMQ_ORIG_QUEUE"] for b in dead.messages} == {
+            "mo.gone.orders"}
+        dead_ids = [b.message.message_id for b in dead.messages]
+
+        final = await conn.admin.retry_messages("mo.gone.DLQ")
+        assert (final.done, final.total, final.finished) == (3, 3, True)
+        assert final.kept == 0
+        out = list(final.outcomes)
+        assert [o.message_id for o in out] == dead_ids
+        # The first one, sent to its address, re-created it and its anycast queue as a send
+        # would; the others found their queue again and went straight back to it.
+        assert [o.result for o in out] == [mgpb.MessageOutcome.SENT_TO_ADDRESS] + [mgpb.MessageOutcome.RETURNED] * 2
+        assert {(o.address, tuple(o.queues)) for o in out} == {("mo.gone.orders", ("mo.gone.orders",))}
+        assert (out[0].address_created, list(out[0].queues_created)) == (True, ["mo.gone.orders"])
+        assert not any(o.address_created or o.queues_created for o in out[1:])
+        assert all(o.new_message_id > max(dead_ids) for o in out)
+        assert (await conn.admin.queue("mo.gone.DLQ")).message_count == 0
+        q = await conn.admin.queue("mo.gone.orders")
+        assert (q.routing_type, q.message_count) == (mpb.ANYCAST, 3)
+        got = await drain(conn, "mo.gone.orders", 3)
+        assert [m.properties["n"] for m in got] == [0, 1, 2]
+
+
+async def test_retry_that_can_move_nothing_says_why_for_each_message_and_keeps_them(node):
+    async with await connect(node.url) as conn:
+        await conn.admin.create_queue("mo.strict.q", routing_type="anycast")
+        await _dead_letter(conn, "mo.strict.q", 2)
+        await eventually(lambda: _count(conn, "mo.strict.DLQ", 2), 5, "two dead letters")
+        await conn.admin.delete_queue("mo.strict.q")
+        await conn.admin.delete_address("mo.strict.q")
+        await send(conn, "mo.strict.DLQ", 1, props=lambda i: {"n": 99})  # no origin at all
+
+        final = await conn.admin.retry_messages("mo.strict.DLQ")
+        assert (final.done, final.total, final.finished, final.kept) == (0, 3, True, 3)
+        out = list(final.outcomes)
+        assert [o.result for o in out] == [mgpb.MessageOutcome.KEPT] * 3
+        assert [o.reason for o in out] == ["ADDRESS_NOT_FOUND", "ADDRESS_NOT_FOUND", "NO_ORIGIN"]
+        assert all("mo.strict.q" in o.detail and "auto-create-addresses" in o.detail for o in out[:2])
+        # Nothing lost, nothing created, the order kept.
+        left = await conn.admin.browse("mo.strict.DLQ")
+        assert ns(left.messages) == [0, 1, 99]
+        assert "mo.strict.q" not in {a.name for a in await conn.admin.list_addresses()}
+
+
+async def test_retry_of_one_message_by_id_and_bad_input_name_what_was_wrong(node):
+    async with await connect(node.url) as conn:
+        await _dead_letter(conn, "mo.gone.single", 2)
+        await eventually(lambda: _count(conn, "mo.gone.DLQ", 2), 5, "two dead letters")
+        first, second = (await conn.admin.browse("mo.gone.DLQ")).messages
+        final = await conn.admin.retry_messages("mo.gone.DLQ", message_id=second.message.message_id)
+        assert (final.done, final.total, [o.message_id for o in final.outcomes]) == (
+            1, 1, [second.message.message_id])
+        assert ns((await conn.admin.browse("mo.gone.DLQ")).messages) == [0]
+
+        with pytest.raises(MeshMQError) as no_message:
+            await conn.admin.retry_messages("mo.gone.DLQ", message_id=second.message.message_id)
+        assert no_message.value.reason == Reason.MESSAGE_NOT_FOUND
+        assert str(second.message.message_id) in str(no_message.value) and "mo.gone.DLQ" in str(no_message.value)
+        with pytest.raises(MeshMQError) as no_queue:
+            await conn.admin.retry_messages("mo.no-such-dlq")
+        assert no_queue.value.reason == Reason.QUEUE_NOT_FOUND and "mo.no-such-dlq" in str(no_queue.value)
+        assert (await conn.admin.retry_messages("mo.gone.DLQ", message_id=first.message.message_id)).done == 1
+        assert [m.properties["n"] for m in await drain(conn, "mo.gone.single", 2)] == [1, 0]
+
+
+async def test_dead_letters_keep_their_order_when_a_transaction_rolls_them_back_together(node):
+    async with await connect(node.url) as conn:
+        await send(conn, "mo.order.tx", 3)
+        s = await conn.session(transacted=True)
+        c = await s.create_consumer("mo.order.tx")
+        for _ in range(3):
+            assert await c.receive(5) is not None
+        await s.rollback()  # max-delivery-attempts 1: all three die at once
+        await eventually(lambda: _count(conn, "mo.order.DLQ", 3), 5, "three dead letters")
+        assert ns((await conn.admin.browse("mo.order.DLQ")).messages) == [0, 1, 2]
+        # The same consumer, closed with several deliveries, gives them back in order too.
+        await send(conn, "mo.order.closed", 3)
+        c2 = await (await conn.session()).create_consumer("mo.order.closed")
+        for _ in range(3):
+            assert await c2.receive(5) is not None
+        await c2.close()
+        await eventually(lambda: _count(conn, "mo.order.DLQ", 6), 5, "six dead letters")
+        assert ns((await conn.admin.browse("mo.order.DLQ")).messages) == [0, 1, 2, 0, 1, 2]
+
+
+async def test_expired_messages_keep_their_order_in_the_expiry_queue(node):
+    async with await connect(node.url) as conn:
+        p = await (await conn.session()).create_producer("mo.order.ttl")
+        # Expired when they arrive (an expiration long past): the first dispatch moves them.
+        await asyncio.gather(*[await p.send_async(b"x", properties={"n": i}, expiration=1, routing_type="anycast")
+                               for i in range(3)])
+        c = await (await conn.session()).create_consumer("mo.order.ttl")  # dispatch finds them expired
+        assert await c.receive(0.2) is None
+        await eventually(lambda: _count(conn, "mo.order.Expiry", 3), 5, "three expired messages")
+        assert ns((await conn.admin.browse("mo.order.Expiry")).messages) == [0, 1, 2]
+        await c.close()
+
+
+async def _gone(conn, queue):
+    return await conn.admin.queue(queue) is None
 
 
 async def _count(conn, queue, n):

@@ -122,3 +122,20 @@ def test_take_waiting_takes_in_delivery_order_across_parked_messages_and_leaves_
     assert q.take_waiting(red, 10) == []
     assert q.waiting == 3
     assert [r.msg.proto.body for r in q.iter_waiting()] == [b"m1", b"m3", b"m5"]
+
+
+def test_expired_messages_come_out_in_delivery_order_across_parked_messages_and_priorities():
+    """The expiry reaper moves what remove_expired returns to the expiry
+    address in that order: it must be the order the queue would deliver them."""
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    for i in range(3):
+        add(q, f"m{i}", "blue")
+    add(q, "urgent", "blue", priority=9)
+    q.add_consumer(FakeConsumer(compile_selector("color = 'green'")))
+    q.dispatch(no_expiry)  # parks everything: nobody takes them
+    add(q, "m3", "blue")  # waiting in the bucket, after the parked ones
+    add(q, "keep", "blue")
+    for ref in q.iter_waiting():
+        ref.msg.expiration = 0 if ref.msg.proto.body == b"keep" else 1
+    assert [r.msg.proto.body for r in q.remove_expired(now=2)] == [b"urgent", b"m0", b"m1", b"m2", b"m3"]
+    assert q.waiting == 1 and [r.msg.proto.body for r in q.iter_waiting()] == [b"keep"]
