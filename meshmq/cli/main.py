@@ -422,19 +422,27 @@ def queue_move(name, to_queue, url, filter_, limit) -> None:
 @click.argument("name")
 @click.option("--url", default=DEFAULT_URL, show_default=True)
 @click.option("--filter", "filter_", default="", help="Only messages this selector matches.")
-def queue_retry(name, url, filter_) -> None:
-    """Send a dead-letter (or expiry) queue's messages back to the queues they died on."""
+@click.option("--message-id", default=0, type=click.IntRange(min=0), help="Only this message (its id in NAME).")
+def queue_retry(name, url, filter_, message_id) -> None:
+    """Send a dead-letter (or expiry) queue's messages back to the queues they
+    died on, or, where such a queue is gone, to their original address. Prints
+    what happened to each message; exits 1 when some were not moved."""
+    from meshmq import outcomes
     from meshmq.client import connect
 
     async def go(on_progress):
         async with await connect(url) as conn:
-            return await conn.admin.retry_messages(name, filter=filter_, on_progress=on_progress)
+            return await conn.admin.retry_messages(name, filter=filter_, message_id=message_id,
+                                                   on_progress=on_progress)
 
     final = _with_progress(f"retrying {name}", go)
-    if final is not None:
-        left = final.total - final.done
-        click.echo(f"retried {final.done} of {final.total} message(s) from {name}"
-                   + (f"; {left} left (no _AMQ_ORIG_QUEUE or _AMQ_ORIG_ADDRESS to return to)" if left else ""))
+    if final is None:
+        return
+    for o in final.outcomes:
+        click.echo(f"message {o.message_id}: {outcomes.describe(o, name)}")
+    click.echo(outcomes.summary(final.done, final.total, final.kept, "retried", name))
+    if final.done < final.total:
+        sys.exit(1)
 
 
 @queue.command("pause")

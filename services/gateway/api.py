@@ -312,6 +312,8 @@ class MoveBody(BaseModel):
 
 class RetryBody(BaseModel):
     filter: Selector = ""
+    # Only this message (its id in the queue); 0 = every message the filter selects.
+    message_id: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
 
 
 @router.post("/nodes/{node}/queues/{queue}/move", status_code=202, response_model=OperationView, tags=["operations"])
@@ -327,11 +329,13 @@ async def move(node: str, queue: str, body: MoveBody, gw: GW, who: Manager) -> O
 @router.post("/nodes/{node}/queues/{queue}/retry", status_code=202, response_model=OperationView, tags=["operations"])
 async def retry(node: str, queue: str, gw: GW, who: Manager, body: Annotated[RetryBody, Body()] = RetryBody()
                 ) -> OperationView:
-    """Send dead letters (or expired messages) back to the queue they came from."""
+    """Send dead letters (or expired messages) back to the queue they came from, or, where it is
+    gone, to their original address; the operation reports each message's outcome."""
     view, admin = await _on_node(gw, who, node)
     return await gw.operations.start(
         "retry", view.name, queue, who.username,
-        lambda on_progress: admin.retry_messages(queue, filter=body.filter, on_progress=on_progress))
+        lambda on_progress: admin.retry_messages(queue, filter=body.filter, message_id=body.message_id,
+                                                 on_progress=on_progress))
 
 
 @router.get("/operations", response_model=list[OperationView], tags=["operations"])

@@ -279,7 +279,8 @@ async def queue_action(request: Request, node: str, queue: str, action: str) -> 
                 return admin.retry_messages(queue, filter=form.get("filter", ""), on_progress=on_progress)
 
             op = await gw.operations.start(action, node, queue, who.username, run_op)
-            return _back(page, operation=op.id, done=f"{action} started")
+            # (A finished one speaks for itself, green only if it moved everything: operation.html.)
+            return _back(page, operation=op.id, **({} if op.finished else {"done": f"{action} started"}))
         if action == "delete":
             removed = await admin.delete_queue(queue, force=form.get("force") == "true")
             return _back("/queues", done=f"queue {queue} deleted ({removed} messages removed)")

@@ -146,10 +146,43 @@ async def test_dead_letters_retried_go_back_to_their_queue(stack):
     r = admin.post("/api/v1/nodes/node/queues/DLQ/retry", json={})
     assert r.status_code == 202, r.text
     op_id = r.json()["id"]
-    wait_for(lambda: admin.get(f"/api/v1/operations/{op_id}").json()["finished"], 30, "the retry to finish")
-    assert admin.get(f"/api/v1/operations/{op_id}").json()["done"] == 1
+    op = _finished(admin, op_id)
+    assert (op["done"], op["total"], op["kept"], op["status"]) == (1, 1, 0, "succeeded")
+    [outcome] = op["outcomes"]
+    assert (outcome["result"], outcome["queues"]) == ("returned", ["gw.work"])
     assert admin.get("/api/v1/nodes/node/queues/DLQ").json()["message_count"] == 0
     assert admin.get("/api/v1/nodes/node/queues/gw.work").json()["message_count"] == 1
+    fragment = _console_login(stack, "admin", "s3cret-admin").get(f"/console/fragments/operations/{op_id}")
+    assert 'class="operation succeeded"' in fragment.text and "done" in fragment.text, fragment.text
+
+
+def _finished(client: httpx.Client, op_id: str) -> dict:
+    return wait_for(lambda: (op := client.get(f"/api/v1/operations/{op_id}").json())["finished"] and op, 30,
+                    f"operation {op_id} to finish")
+
+
+async def test_a_retry_that_moves_nothing_is_not_reported_done_and_says_why(stack):
+    admin = stack.client("admin")
+    await _send(stack.sdk_url, "DLQ", [b"sent here, not dead-lettered"])  # no _AMQ_ORIG_*: nowhere to go
+    r = admin.post("/api/v1/nodes/node/queues/DLQ/retry", json={})
+    assert r.status_code == 202, r.text
+    op = _finished(admin, r.json()["id"])
+    assert (op["done"], op["total"], op["kept"], op["status"], op["error"]) == (0, 1, 1, "nothing_moved", "")
+    [outcome] = op["outcomes"]
+    assert (outcome["result"], outcome["reason"]) == ("kept", "NO_ORIGIN") and outcome["detail"]
+    assert admin.get("/api/v1/nodes/node/queues/DLQ").json()["message_count"] == 1
+    # The console shows it as a warning with the reason, not as a green "done".
+    browser = _console_login(stack, "admin", "s3cret-admin")
+    fragment = browser.get(f"/console/fragments/operations/{op['id']}")
+    assert 'class="operation nothing_moved"' in fragment.text, fragment.text
+    assert "moved nothing" in fragment.text and "NO_ORIGIN" in fragment.text and "done" not in fragment.text
+    page = browser.get("/nodes/node/queues/DLQ", params={"operation": op["id"]})
+    assert page.status_code == 200 and 'class="operation nothing_moved"' in page.text, page.text
+    # A message id the queue does not hold is refused up front, naming it.
+    missing = _problem(admin.post("/api/v1/nodes/node/queues/DLQ/retry", json={"message_id": 987654321}), 404,
+                       "MESSAGE_NOT_FOUND")
+    assert "987654321" in missing["detail"] and "DLQ" in missing["detail"]
+    _problem(admin.post("/api/v1/nodes/node/queues/gw.none/retry", json={}), 404, "QUEUE_NOT_FOUND")
 
 
 async def test_a_paused_queue_keeps_its_messages_until_resumed(stack):

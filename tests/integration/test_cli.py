@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import httpx
 import pytest
 
-from tests.fixtures.nodes import wait_for
+from tests.fixtures.nodes import eventually, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -108,3 +109,61 @@ def test_up_refuses_flags_that_its_config_file_would_silently_override(tmp_path)
         r = meshmq("up", "--config", str(cfg), *flags)
         assert r.returncode == 2
         assert f"{flags[0]} shape the starter config and cannot be combined with --config" in r.stderr
+
+
+CLI_DEAD_LETTERS = """
+address-settings:
+  "cli.#": {max-delivery-attempts: 1, dead-letter-address: cli.DLQ}
+"""
+
+
+async def _dead_letter_from_an_auto_created_queue(url: str, queue: str, n: int) -> list[int]:
+    """`n` messages dead-lettered from `queue`, which is then auto-deleted; their ids in the DLQ."""
+    from meshmq.client import connect
+
+    async with await connect(url) as conn:
+        p = await (await conn.session()).create_producer(queue)
+        for i in range(n):
+            await p.send(f"m{i}".encode(), properties={"n": i}, routing_type="anycast")
+        c = await (await conn.session()).create_consumer(queue)
+        for _ in range(n):
+            (await c.receive(5)).nack()
+        await c.close()
+
+        async def settled():
+            dlq = await conn.admin.queue("cli.DLQ")
+            return dlq is not None and dlq.message_count == n and await conn.admin.queue(queue) is None
+
+        await eventually(settled, 10, f"{n} dead letters and {queue} auto-deleted")
+        return [b.message.message_id for b in (await conn.admin.browse("cli.DLQ")).messages]
+
+
+async def _send_to(url: str, address: str, body: bytes) -> None:
+    from meshmq.client import connect
+
+    async with await connect(url) as conn:
+        await (await (await conn.session()).create_producer(address)).send(body)
+
+
+def test_queue_retry_says_what_happened_to_each_message_and_fails_when_it_moved_nothing(nodes):
+    router = nodes.router("cli-retry", extra=CLI_DEAD_LETTERS)
+    ids = asyncio.run(_dead_letter_from_an_auto_created_queue(router.url, "cli.orders", 3))
+
+    r = meshmq("queue", "retry", "cli.DLQ", "--url", router.url)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == (f"message {ids[0]}: sent to address cli.orders, to queue cli.orders "
+                        "(created: address cli.orders, queue cli.orders)")
+    assert lines[1:3] == [f"message {i}: returned to queue cli.orders" for i in ids[1:]]
+    assert lines[3] == "retried 3 of 3 message(s) from cli.DLQ"
+
+    asyncio.run(_send_to(router.url, "cli.DLQ", b"no origin"))
+    r = meshmq("queue", "retry", "cli.DLQ", "--url", router.url)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "kept in cli.DLQ: NO_ORIGIN" in r.stdout
+    assert "retried 0 of 1 message(s) from cli.DLQ; 1 kept" in r.stdout
+
+    r = meshmq("queue", "retry", "cli.DLQ", "--url", router.url, "--message-id", "987654321")
+    assert r.returncode == 2 and "MESSAGE_NOT_FOUND" in r.stderr and "987654321" in r.stderr, r.stderr
+    r = meshmq("queue", "retry", "cli.nope", "--url", router.url)
+    assert r.returncode == 2 and "QUEUE_NOT_FOUND" in r.stderr and "cli.nope" in r.stderr, r.stderr
