@@ -45,11 +45,13 @@ there (its final progress says how far it got).
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from meshmq.errors import BrokerError, Reason
+from meshmq.routing_names import INTERNAL_PREFIX
 from meshmq.selector import Selector
 from meshmq.v1 import journal_pb2 as jpb
 
@@ -166,10 +168,6 @@ async def retry(broker: Broker, source: Queue, selector: Selector | None,
                 f"queue {source.name!r} holds no message {message_id}"
                 + (" that the filter selects" if selector is not None else "")
                 + " (a message being delivered to a consumer is not retried)")
-    left: set[int] = set()  # id(ref) of messages found to have nowhere to go
-
-    def retriable(ref: Ref) -> bool:
-        return id(ref) not in left and selected(ref)
 
     def copy(ref: Ref):
         props = ref.msg.proto.properties
@@ -177,18 +175,14 @@ async def retry(broker: Broker, source: Queue, selector: Selector | None,
                              _text(props, "_AMQ_ORIG_ROUTING_TYPE"), source.name, source.address,
                              broker.queues.__contains__)
         if where.reason:
-            left.add(id(ref))
             return None, None, Outcome(ref.msg.id, KEPT, reason=where.reason, detail=where.detail)
         if where.queue:
             q = broker.queues[where.queue]
             moved = dead_letter.server_message(dead_letter.copy_message(broker, ref, q.address))
             return moved, [q], Outcome(ref.msg.id, RETURNED, q.address, (q.name,), new_message_id=moved.id)
-        moved, queues, outcome = _send_to_address(broker, ref, where)
-        if queues is None:
-            left.add(id(ref))
-        return moved, queues, outcome
+        return _send_to_address(broker, ref, where)
 
-    async for p in _run(broker, source, retriable, copy, 0, count=selected if selector is not None or message_id
+    async for p in _run(broker, source, selected, copy, 0, count=selected if selector is not None or message_id
                         else None):
         yield p
 
@@ -212,7 +206,7 @@ def _send_to_address(broker: Broker, ref: Ref, where: RetryTarget):
 
     def kept(reason: str, detail: str):
         created = broker.addresses.get(address)
-        if before is None and created is not None and not created.queues:
+        if before is None and created is not None and not created.queues and not address.startswith(INTERNAL_PREFIX):
             broker.delete_address(address)
         return None, None, Outcome(ref.msg.id, KEPT, address, reason=reason, detail=detail)
 
@@ -236,19 +230,25 @@ def _send_to_address(broker: Broker, ref: Ref, where: RetryTarget):
 async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], copy, limit: int,
                count: Callable[[Ref], bool] | None, target: Queue | None = None) -> AsyncIterator[Progress]:
     """Take batches of `wanted` messages from `source` and transfer each to
-    where `copy(ref)` says ((copy, queues, outcome); queues None: it stays;
-    outcome None: nothing to report). The total is what `count` takes (None:
-    every message the queue holds but those being delivered)."""
+    where `copy(ref)` says ((copy, queues, outcome); queues None: it stays,
+    and is not taken again; outcome None: nothing to report). A BrokerError
+    from `copy` keeps that message only. The total is what `count` takes
+    (None: every message the queue holds but those being delivered)."""
     total = await browsing.count(broker, source, count)
     if limit:
         total = min(total, limit)
     done = kept = 0
+    left: set[int] = set()  # id(ref) of messages that stay
+
+    def take(ref: Ref) -> bool:
+        return id(ref) not in left and wanted(ref)
+
     while not source.deleted and (not limit or done < limit):
         if target is not None and target.deleted:
             raise BrokerError(Reason.QUEUE_NOT_FOUND,
                               f"queue {target.name!r} was deleted during the move ({done} messages moved)")
         n = BATCH if not limit else min(BATCH, limit - done)
-        refs = source.take_waiting(wanted, n)
+        refs = source.take_waiting(take, n)
         if not refs:
             if not await _page_in(broker, source):
                 break
@@ -256,21 +256,32 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
         staged = []
         back = []
         outcomes = []
-        for ref in refs:
-            moved, queues, outcome = copy(ref)
-            if outcome is not None:
-                outcomes.append(outcome)
-            if queues is None:
-                back.append(ref)
-                continue
-            staged.extend(dead_letter.transfer(broker, ref, moved, queues, jpb.REMOVED))
-            done += 1
-        for ref in reversed(back):  # back in its place
-            source.add_back(ref)
-        if back:
+        pending = deque(refs)
+        try:
+            while pending:
+                ref = pending[0]
+                try:
+                    moved, queues, outcome = copy(ref)
+                except BrokerError as exc:
+                    moved, queues, outcome = None, None, Outcome(ref.msg.id, KEPT, reason=exc.reason.value,
+                                                                 detail=exc.message)
+                pending.popleft()
+                if outcome is not None:
+                    outcomes.append(outcome)
+                if queues is None:
+                    back.append(ref)
+                    left.add(id(ref))
+                    continue
+                staged.extend(dead_letter.transfer(broker, ref, moved, queues, jpb.REMOVED))
+                done += 1
+        finally:
             kept += len(back)
-            broker.schedule_dispatch(source)
-        broker.enqueue_when_stored(staged)
+            back.extend(pending)  # (only after an unexpected error: what was not looked at stays too)
+            for ref in reversed(back):  # back in its place
+                source.add_back(ref)
+            if back:
+                broker.schedule_dispatch(source)
+            broker.enqueue_when_stored(staged)
         resp = await asyncio.shield(broker.stored())  # (a cancelled call must not cancel the shared commit)
         if not resp.ok:
             raise BrokerError(Reason.STORE_UNAVAILABLE, f"the journal refused a batch of the move: {resp.message}")
