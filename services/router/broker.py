@@ -298,6 +298,7 @@ class Broker:
             )
         log.info("created queue %s on %s (%s%s)", name, addr.name, q.routing_type_name, ", durable" if durable else "")
         self.bindings_changed()
+        self.redistribution.consider(q)  # another node may have a consumer for it already
         return q
 
     def delete_queue(self, name: str, *, force: bool = False) -> int:
@@ -820,8 +821,10 @@ class Broker:
         for q in dirty:
             if not (q.deleted or q.paused):  # a paused queue delivers nothing (not even to other nodes)
                 if active and q in active:
-                    self.redistribution.run(q)
-                q.dispatch(self.expire)
+                    self.redistribution.run_new(q)
+                parked = q.dispatch(self.expire)
+                if parked:  # messages none of its consumers takes
+                    self.redistribution.parked(q, parked)
                 if (q.consumers or q in active) and not q.depaging and paging.should_read_page(
                     q.waiting, q.paged_messages, q.paged_bytes, self.settings(q.address).page_size_bytes
                 ):

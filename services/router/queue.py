@@ -9,7 +9,10 @@ aside, in order, so that later dispatches do not look at it again — with a
 large backlog nobody selects, rescanning it on every send stalled the whole
 node (issue #9). Parked messages still wait in the queue (counted, purged,
 expired); they return to their place when a consumer attaches, the only
-event that can make one of them deliverable.
+event that can make one of them deliverable. They are also what
+redistribution may send to a node whose consumer takes them, and a queue
+with no consumer parks what redistribution found no node for, so that it
+looks only at what arrives after (services/router/cluster/redistribution.py).
 """
 
 from __future__ import annotations
@@ -217,6 +220,34 @@ class Queue:
         for p in range(PRIORITIES - 1, -1, -1):
             yield from heapq.merge(self._parked[p], self._buckets[p], key=_SEQ)
 
+    @property
+    def has_parked(self) -> bool:
+        """Some waiting message is one no attached consumer's filter accepts."""
+        return any(self._parked)
+
+    def iter_parked(self):
+        """The parked messages, in delivery order."""
+        for p in range(PRIORITIES - 1, -1, -1):
+            yield from self._parked[p]
+
+    def iter_unparked(self):
+        """The waiting messages that are not parked, priority first."""
+        for p in range(PRIORITIES - 1, -1, -1):
+            yield from self._buckets[p]
+
+    def park_all(self) -> None:
+        """Park every waiting message (a queue with no consumer: redistribution
+        found no node for them); each keeps its place by arrival."""
+        for p, bucket in enumerate(self._buckets):
+            if bucket:
+                parked = self._parked[p]
+                arrived = sorted(bucket, key=_SEQ)
+                if not parked or parked[-1].seq < arrived[0].seq:
+                    parked.extend(arrived)  # the common case: all newer than the parked ones
+                else:
+                    self._parked[p] = deque(heapq.merge(parked, arrived, key=_SEQ))
+                bucket.clear()
+
     def remove_expired(self, now: int) -> list[Ref]:
         """Take out every waiting message whose expiration has passed (the expiry
         reaper), in delivery order: they reach the expiry address in that order."""
@@ -233,17 +264,19 @@ class Queue:
         self.waiting -= len(out)
         return out
 
-    def dispatch(self, expire) -> None:
-        """Hand waiting messages to consumers with credit.
+    def dispatch(self, expire) -> list[Ref] | None:
+        """Hand waiting messages to consumers with credit; returns those it
+        parked, if any (redistribution may send them to another node).
 
         `expire(ref)` is called for a message found expired on its way out.
         A message only a consumer without credit accepts stays where it is; one
         no attached consumer accepts is parked (module docstring).
         """
         if not self.consumers or not self.waiting:
-            return
+            return None
         now = now_ms()
         skipped: list[Ref] = []
+        parked: list[Ref] | None = None
         for p in range(PRIORITIES - 1, -1, -1):
             bucket = self._buckets[p]
             while bucket:
@@ -257,18 +290,22 @@ class Queue:
                 consumer = self._pick(ref)
                 if consumer is _NO_CREDIT:
                     self._put_back(skipped)
-                    return
+                    return parked
                 bucket.popleft()
                 if consumer is None:
                     skipped.append(ref)
                     continue
                 if consumer is _PARK:
                     self._parked[p].append(ref)
+                    if parked is None:
+                        parked = []
+                    parked.append(ref)
                     continue
                 self.waiting -= 1
                 self.delivering += 1
                 consumer.deliver(ref)
         self._put_back(skipped)
+        return parked
 
     def _put_back(self, skipped: list[Ref]) -> None:
         for ref in reversed(skipped):

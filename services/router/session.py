@@ -429,10 +429,14 @@ class ServerSession:
         if not keep_handed:
             self.consumers.pop(c.id, None)
         q = c.queue
-        if c in q.consumers:
+        detached = c in q.consumers
+        if detached:
             q.consumers.remove(c)
-            self.broker.consumer_detached(q)
+        # What it held is back in the queue before the queue is told it lost a
+        # consumer: redistribution then finds those messages there.
         self.broker.cancel_in_order(c.take_back(last_handed, keep_handed=keep_handed))
+        if detached:
+            self.broker.consumer_detached(q)
         self.broker.maybe_auto_delete(q)
         if not q.deleted:
             self.broker.schedule_dispatch(q)

@@ -139,3 +139,41 @@ def test_expired_messages_come_out_in_delivery_order_across_parked_messages_and_
         ref.msg.expiration = 0 if ref.msg.proto.body == b"keep" else 1
     assert [r.msg.proto.body for r in q.remove_expired(now=2)] == [b"urgent", b"m0", b"m1", b"m2", b"m3"]
     assert q.waiting == 1 and [r.msg.proto.body for r in q.iter_waiting()] == [b"keep"]
+
+
+def test_dispatch_says_when_it_parked_and_the_parked_ones_are_listed_in_order():
+    """Redistribution moves what no local consumer takes: the parked messages
+    (cluster/redistribution.py), learning of them from dispatch."""
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    red = FakeConsumer(compile_selector("color = 'red'"))
+    q.add_consumer(red)
+    add(q, "r0", "red")
+    assert q.dispatch(no_expiry) is None
+    assert not q.has_parked
+    for i in range(4):
+        add(q, f"m{i}", "red" if i % 2 == 0 else "blue")
+    add(q, "urgent", "blue", priority=9)
+    assert [r.msg.proto.body for r in q.dispatch(no_expiry)] == [b"urgent", b"m1", b"m3"]
+    assert red.got == [b"r0", b"m0", b"m2"]
+    assert q.has_parked
+    assert [r.msg.proto.body for r in q.iter_parked()] == [b"urgent", b"m1", b"m3"]
+    q.remove_waiting({id(r) for r in q.iter_parked()})
+    assert (q.has_parked, q.waiting) == (False, 0)
+    assert q.dispatch(no_expiry) is None
+
+
+def test_a_queue_with_no_consumer_parks_what_redistribution_left_and_each_keeps_its_place():
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    for i in range(3):
+        add(q, f"m{i}", "blue")
+    q.park_all()
+    assert (list(q.iter_unparked()), q.waiting) == ([], 3)
+    add(q, "m3", "blue")
+    assert [r.msg.proto.body for r in q.iter_unparked()] == [b"m3"]
+    q.park_all()
+    q.add_back(q.take_waiting(lambda r: r.msg.proto.body == b"m1", 1)[0])  # a delivery given back
+    q.park_all()
+    assert [r.msg.proto.body for r in q.iter_parked()] == [b"m0", b"m1", b"m2", b"m3"]
+    q.add_consumer(FakeConsumer())
+    q.dispatch(no_expiry)
+    assert q.consumers[0].got == [b"m0", b"m1", b"m2", b"m3"]

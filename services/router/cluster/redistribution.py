@@ -1,21 +1,36 @@
 """Message redistribution (address setting `redistribution-delay`).
 
-A queue whose messages no local consumer will take — its last consumer left,
-or none of its consumers' filters matches — while a node of the cluster has
-a consumer for them on the queue of the same name: after the delay
-(-1 = never, 0 = at once), its waiting messages move there, in order, each to
-a node with a matching consumer (round robin). A local consumer that comes
-back within the delay cancels the move. As long as the queue stays without
-a local consumer, messages that arrive later and consumers that appear
-elsewhere later are redistributed too (Artemis keeps a redistributor on the
-queue the same way). Paged messages follow a page at a time, in order: the
-node reads the next page of a redistributing queue as it would for a
-consumer. Only with message-load-balancing ON_DEMAND or
-OFF_WITH_REDISTRIBUTION.
+A queue's messages are left behind when no local consumer will take them —
+the queue has no local consumer, or its consumers' filters all refuse them
+(those are parked, services/router/queue.py) — while another node of the
+cluster offers the queue of the same name with a consumer. Only with
+message-load-balancing ON_DEMAND or OFF_WITH_REDISTRIBUTION.
+
+The need is noticed on events: the queue's last local consumer leaving, the
+address's remote bindings changing (a consumer appearing elsewhere), the
+queue being created, a dispatch parking a message. After the delay (-1 =
+never, 0 = at once) the queue redistributes until a local consumer attaches,
+as the redistributor Artemis adds to such a queue does: whatever it holds
+then and whatever joins it later moves, in order, each message to a node
+with a matching consumer (round robin); with local consumers, only the
+parked messages move. A local consumer that comes back within the delay
+cancels the move.
+
+Whether a queue redistributes does not depend on what it holds when the
+event happens. A consumer that closes, a session that ends, a client whose
+connection drops all give their unacknowledged deliveries back after the
+consumer is gone (to the head of the queue, in their original order), and
+so do a rollback and a redelivery-delay running out. Deciding on the queue's
+content when its last consumer left missed exactly those messages (issue
+25): now they move as they come back.
+
+Paged messages follow a page at a time, in order: the node reads the next
+page of a redistributing queue as it would for a consumer.
 
 A moved message is a copy in the link's store-and-forward queue, stored in
-the same journal batch as the release of the original (event REMOVED), so a
-crash leaves it in one place or the other.
+the same journal batch as the release of the original (event REMOVED, with
+the delivery count reached here), so a crash leaves it in one place or the
+other. Its delivery count starts again on the target.
 """
 
 from __future__ import annotations
@@ -49,10 +64,16 @@ class Redistribution:
         return bool(group) and group[0].link.load_balancing in REDISTRIBUTING_MODES and any(
             rb.consumer_filters for rb in group)
 
+    @staticmethod
+    def _left_behind(q: Queue) -> bool:
+        """No local consumer takes (some of) its messages: it has none, or some are parked."""
+        return not q.consumers or q.has_parked
+
     def consider(self, q: Queue) -> None:
-        """Something changed for `q` (a consumer left, a remote consumer came):
-        start its delay if it now has messages for elsewhere and no local taker."""
-        if q.deleted or q.consumers or q in self.active or q in self._timers or not (q.waiting or q.paged_messages):
+        """Something changed for `q` (its last consumer left, a remote consumer
+        came, it was created, a message was parked): start its delay if its
+        messages may now be left behind here and wanted elsewhere."""
+        if q.deleted or q in self.active or q in self._timers or not self._left_behind(q):
             return
         if not self._wanted_elsewhere(q):
             return
@@ -64,6 +85,13 @@ class Redistribution:
         else:
             self._timers[q] = asyncio.get_running_loop().call_later(delay / 1000, self._start, q)
 
+    def parked(self, q: Queue, refs: list) -> None:
+        """A dispatch of `q` parked `refs`: none of its local consumers takes them."""
+        if q in self.active:
+            self._move(q, refs)
+        else:
+            self.consider(q)
+
     def consumer_attached(self, q: Queue) -> None:
         timer = self._timers.pop(q, None)
         if timer is not None:
@@ -72,7 +100,7 @@ class Redistribution:
 
     def _start(self, q: Queue) -> None:
         self._timers.pop(q, None)
-        if q.deleted or q.consumers:
+        if q.deleted or not self._left_behind(q):
             return
         self.active.add(q)
         self.run(q)
@@ -81,8 +109,20 @@ class Redistribution:
         self.broker.schedule_dispatch(q)
 
     def run(self, q: Queue) -> None:
-        """Move every waiting message of `q` that a remote consumer would take."""
-        if q.deleted or q.consumers:
+        """Look at every message of `q` that no local consumer takes (with
+        none, every waiting one; else the parked ones) and move those a remote
+        consumer would take."""
+        self._move(q, q.iter_parked() if q.consumers else q.iter_waiting())
+
+    def run_new(self, q: Queue) -> None:
+        """The dispatch of a redistributing queue: with no local consumer, look
+        at what joined it since the last look (the rest is parked); with
+        consumers, `parked` is told what there is to look at."""
+        if not q.consumers:
+            self._move(q, q.iter_unparked())
+
+    def _move(self, q: Queue, candidates) -> None:
+        if q.deleted:
             self.active.discard(q)
             return
         addr = q.home
@@ -91,26 +131,29 @@ class Redistribution:
             return
         positions = addr.cluster_round_robin
         moving = []
-        for ref in q.iter_waiting():
+        for ref in candidates:
             msg = ref.msg
             takers = [rb for rb in group if rb.accepts(msg) and rb.has_consumer_for(msg)]
             if takers:
                 position = positions.get(q.name, 0)
                 positions[q.name] = position + 1
                 moving.append((ref, takers[position % len(takers)]))
-        if not moving:
-            return
-        q.remove_waiting({id(ref) for ref, _ in moving})
-        b = self.broker
-        staged = []
-        for ref, rb in moving:
-            msg = ref.msg
-            msg.forwards = {rb.link: [rb.key]}
-            staged.extend(b.stage(msg, []))
-            b.release(ref, jpb.REMOVED)
-        # All at once, after the commit: a non-durable copy must not overtake a durable one.
-        b.enqueue_when_stored(staged)
-        log.info("redistributed %d messages of queue %s", len(moving), q.name)
+        if moving:
+            q.remove_waiting({id(ref) for ref, _ in moving})
+            b = self.broker
+            staged = []
+            for ref, rb in moving:
+                msg = ref.msg
+                msg.forwards = {rb.link: [rb.key]}
+                staged.extend(b.stage(msg, []))
+                b.release(ref, jpb.REMOVED)
+            # All at once, after the commit: a non-durable copy must not overtake a durable one.
+            b.enqueue_when_stored(staged)
+            log.info("redistributed %d messages of queue %s", len(moving), q.name)
+        if not q.consumers:
+            # What no node takes now is set aside until the bindings change or
+            # a consumer attaches: later dispatches look only at what is new.
+            q.park_all()
 
     def forget(self, q: Queue) -> None:
         self.consumer_attached(q)
