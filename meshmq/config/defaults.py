@@ -157,7 +157,8 @@ EXPIRY_DELAY: Final = -1
 MAX_DELIVERY_ATTEMPTS: Final = 10
 # redelivery-delay: wait before redelivering a rolled-back message.
 REDELIVERY_DELAY: Final = 0
-# redistribution-delay: wait after the last local consumer leaves before redistributing; -1 = never.
+# redistribution-delay: wait after a queue's messages are left without a local taker (its last consumer left,
+# a consumer appeared elsewhere) before redistributing; -1 = never.
 REDISTRIBUTION_DELAY: Final = -1
 # auto-create-queues: a queue is created when a client sends or subscribes to it.
 AUTO_CREATE_QUEUES: Final = True
