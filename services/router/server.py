@@ -117,8 +117,10 @@ def global_max_size(configured: int) -> int:
 
 
 # Methods that check the cluster credential themselves (other nodes call them, not users):
-# links, quorum votes, and a backup's replication stream.
-QUORUM_METHODS = ("/meshmq.v1.Cluster/Vote", "/meshmq.v1.Cluster/ForgetCopy")
+# links, quorum votes and what classic replication asks the lives, a colocated live's backup
+# request, and a backup's replication stream.
+QUORUM_METHODS = ("/meshmq.v1.Cluster/Vote", "/meshmq.v1.Cluster/ForgetCopy", "/meshmq.v1.Cluster/Members",
+                  "/meshmq.v1.Cluster/RequestBackup")
 CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach")
 
 

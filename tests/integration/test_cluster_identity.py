@@ -246,3 +246,23 @@ async def test_a_stranger_cannot_forward_into_a_secured_router(nodes, config, me
     async with await connect(f"meshmq://app:app-pw@{router.endpoint}") as conn:
         consumer = await (await conn.session()).create_consumer("jobs")
         assert await consumer.receive(0.5) is None
+
+
+async def test_a_secured_router_tells_only_the_cluster_which_lives_it_sees(nodes):
+    """Cluster.Members (classic replication counts the lives from it): a node
+    with the cluster credential is answered, a stranger or a user is refused."""
+    from meshmq.v1 import cluster_pb2 as cpb
+
+    router = nodes.router("secured", extra=UNSECURED_LINKS + f"cluster-password: {SECRET}\n")
+    members = cpb.DESCRIPTOR.services_by_name["Cluster"].methods_by_name["Members"]
+    service = cpb.DESCRIPTOR.services_by_name["Cluster"]
+    channel = open_channel(router.endpoint)
+    try:
+        for stranger in ("none", "wrong-password", "user-credentials"):
+            got = await refusal(channel, service, members, cpb.MembersRequest(), STRANGERS[stranger])
+            assert got == UNAUTHENTICATED, stranger
+        reply = await call(channel, service, members, cpb.MembersRequest(), CLUSTER)
+        assert reply.node_id == router.info["node_id"]
+        assert [m.node_name for m in reply.members] == ["secured"]
+    finally:
+        await channel.close()
