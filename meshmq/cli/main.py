@@ -50,8 +50,12 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool) -> None:
     except UnknownServiceError as exc:
         _fail(str(exc))
     setup_logging(config.name)
+    try:
+        shown = effective_config_yaml(config, computed=True)
+    except ValueError as exc:  # MESHMQ_MEMORY_LIMIT that is not a size
+        _fail(str(exc))
     if not quiet:
-        click.echo("# effective configuration\n" + effective_config_yaml(config), err=True)
+        click.echo("# effective configuration\n" + shown, err=True)
 
     def announce(info: dict) -> None:
         click.echo(svc.ready_line(info))

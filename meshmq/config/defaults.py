@@ -7,6 +7,10 @@ has a key Artemis does not, the comment says so. Times are milliseconds.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 # --- broker-wide -----------------------------------------------------------
@@ -187,9 +191,21 @@ PAGE_SIZE_BYTES: Final = 10 * 1024 * 1024
 # until the address has room), FAIL (refuse the send with ADDRESS_FULL) or DROP (drop and count).
 ADDRESS_FULL_POLICY: Final = "PAGE"
 
-# global-max-size: bytes of messages the whole node holds in memory before every address pages
-# (or applies its address-full-policy); -1 = half of the machine's memory, as Artemis takes half the JVM heap.
-GLOBAL_MAX_SIZE: Final = -1
+# global-max-size: bytes of messages the whole node holds in memory before every address pages (or applies
+# its address-full-policy), counted as the router counts them (each message's encoded size plus what holding
+# it costs, services/router/paging.py). -1 = half of the machine's memory (Artemis's -1 is half the JVM heap).
+# None (the key left out) = default_global_max_size(): the smaller of GLOBAL_MAX_SIZE_CAP and
+# 1/GLOBAL_MAX_SIZE_SHARE of the memory the process may use (below), so a node pages before a deep queue
+# exhausts its memory. Why these two numbers: docs/broker.md, "Memory bounded by default".
+GLOBAL_MAX_SIZE: Final = None
+# Artemis: a JVM's default heap is a quarter of the (container's) memory and global-max-size half of that.
+GLOBAL_MAX_SIZE_SHARE: Final = 8
+# At ~2 KB a 1 KB message, 100 MiB holds ~50,000 messages (about a second of durable sends) in a process
+# that starts at ~100 MB: a router under 300 MB RSS however deep its queues (bench/memory.py).
+GLOBAL_MAX_SIZE_CAP: Final = 100 * 1024 * 1024
+# Environment variable naming the memory (bytes, or with K, M, G) the process may use, in place of its cgroup's
+# limit or the machine's memory (as the JVM's -XX:MaxRAM): what the default global-max-size is a share of.
+MEMORY_LIMIT_ENV: Final = "MESHMQ_MEMORY_LIMIT"
 # producerWindowSize (Artemis's default): bytes a producer may send before the router grants more.
 PRODUCER_WINDOW_SIZE: Final = 1024 * 1024
 
@@ -293,3 +309,127 @@ CC_NOTIFICATION_INTERVAL: Final = 1000
 CC_NOTIFICATION_ATTEMPTS: Final = 2
 # allow-direct-connections-only: link only to the static-connectors, never to nodes learned from them.
 CC_ALLOW_DIRECT_CONNECTIONS_ONLY: Final = False
+
+
+# --- computed defaults ---------------------------------------------------------
+
+# A cgroup memory limit at or past this is "no limit" (cgroup v1 writes 2**63 rounded down to a page).
+_NO_CGROUP_LIMIT = 1 << 60
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_memory_size(text: str) -> int:
+    """Bytes from "536870912", "512M", "4G" (powers of 1024); ValueError otherwise."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    number, unit = (t[:-1], t[-1]) if t[-1:] in ("K", "M", "G") else (t, "")
+    if not number.isdigit():
+        raise ValueError(f"{text!r} is not a size: a number of bytes, optionally with K, M or G (e.g. 512M)")
+    return int(number) * _UNITS[unit]
+
+
+def _read_limit(path: Path) -> int | None:
+    """A cgroup memory limit file's value; None when absent, unreadable or unlimited ("max")."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if not text.isdigit():  # "max" (v2)
+        return None
+    value = int(text)
+    return value if value < _NO_CGROUP_LIMIT else None
+
+
+def _up_to_root(root: Path, group: str, name: str) -> list[Path]:
+    """`name` in cgroup `group` under `root` and in each of its ancestors (a parent's limit applies too)."""
+    parts = [p for p in group.split("/") if p]
+    return [root.joinpath(*parts[:i], name) for i in range(len(parts), -1, -1)]
+
+
+def cgroup_memory_limit(proc_self_cgroup: str, cgroup_root: Path) -> int | None:
+    """The lowest memory limit over the process's cgroups and their ancestors (pure but for reading files).
+
+    `proc_self_cgroup` is the text of /proc/self/cgroup; `cgroup_root` where the
+    hierarchies are mounted (/sys/fs/cgroup). cgroup v2 (the "0::" line): the
+    group's memory.max under the root; v1: memory.limit_in_bytes under the
+    root's memory/ controller. Inside a container the group's path is often not
+    mounted: the controller's own root then holds the container's limit.
+    None: no limit found.
+    """
+    limits: list[int] = []
+    for line in proc_self_cgroup.splitlines():
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, group = rest.partition(":")
+        if hierarchy == "0" and controllers == "":
+            files = _up_to_root(cgroup_root, group, "memory.max")
+        elif "memory" in controllers.split(","):
+            files = _up_to_root(cgroup_root / "memory", group, "memory.limit_in_bytes")
+        else:
+            continue
+        limits.extend(v for v in map(_read_limit, files) if v is not None)
+    return min(limits) if limits else None
+
+
+def physical_memory() -> int:
+    """The machine's memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@dataclass(frozen=True)
+class MemoryLimit:
+    """The memory the process may use, and where that figure came from (for the log and the docs)."""
+
+    bytes: int
+    source: str  # "MESHMQ_MEMORY_LIMIT", "cgroup limit" or "physical memory"
+
+
+def process_memory_limit(
+    environ: Mapping[str, str] = os.environ,
+    proc_self_cgroup: Path = Path("/proc/self/cgroup"),
+    cgroup_root: Path = Path("/sys/fs/cgroup"),
+    physical: int | None = None,
+) -> MemoryLimit:
+    """MESHMQ_MEMORY_LIMIT if set, else the smaller of the cgroup limit and the machine's memory."""
+    override = environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if override:
+        try:
+            return MemoryLimit(parse_memory_size(override), MEMORY_LIMIT_ENV)
+        except ValueError as exc:
+            raise ValueError(f"{MEMORY_LIMIT_ENV}: {exc}") from None
+    physical = physical_memory() if physical is None else physical
+    try:
+        cgroup = cgroup_memory_limit(proc_self_cgroup.read_text(), cgroup_root)
+    except OSError:
+        cgroup = None
+    if cgroup is not None and cgroup < physical:
+        return MemoryLimit(cgroup, "cgroup limit")
+    return MemoryLimit(physical, "physical memory")
+
+
+def default_global_max_size(memory: int) -> int:
+    """global-max-size when the key is left out, for a process that may use `memory` bytes (pure)."""
+    return min(GLOBAL_MAX_SIZE_CAP, memory // GLOBAL_MAX_SIZE_SHARE)
+
+
+@dataclass(frozen=True)
+class GlobalMaxSize:
+    """global-max-size in force: bytes, and why (a sentence for the start-up log)."""
+
+    bytes: int
+    why: str
+
+
+def effective_global_max_size(configured: int | None, memory: MemoryLimit | None = None) -> GlobalMaxSize:
+    """What a configured global-max-size means in bytes: a size is itself; -1 is half of the machine's
+    memory (as documented since the key existed); None (left out) is default_global_max_size."""
+    if configured is not None and configured >= 0:
+        return GlobalMaxSize(configured, "configured")
+    if configured == -1:
+        return GlobalMaxSize(physical_memory() // 2, "-1: half of the machine's memory")
+    memory = memory or process_memory_limit()
+    value = default_global_max_size(memory.bytes)
+    mib = 1024 * 1024
+    return GlobalMaxSize(
+        value,
+        f"not set: the smaller of {GLOBAL_MAX_SIZE_CAP // mib} MiB and 1/{GLOBAL_MAX_SIZE_SHARE} of "
+        f"{memory.bytes // mib} MiB ({memory.source})",
+    )

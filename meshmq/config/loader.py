@@ -173,11 +173,17 @@ def _unwrap(tp: Any) -> Any:
             return tp
 
 
-def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False) -> str:
+def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False, computed: bool = False) -> str:
     """The whole configuration in force, defaults included, as YAML with the
     broker.xml key names. Passwords (users, cluster-password, etcd, journal URL) are masked unless
-    ``show_secrets``; with it, the text loads back to an equal config."""
+    ``show_secrets``; with it, the text loads back to an equal config. ``computed`` (what a node prints at
+    start) writes the defaults computed on this machine (global-max-size left out) as the number in force,
+    with a comment saying where it came from; without it they stay null, as in the file."""
     data = config.model_dump(mode="json", by_alias=True)
+    note = None
+    if computed and config.global_max_size is None:
+        resolved = defaults.effective_global_max_size(None)
+        data["global-max-size"], note = resolved.bytes, resolved.why
     if not show_secrets:
         for user in data["users"]:
             user["password"] = _SECRET_MASK
@@ -193,7 +199,11 @@ def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False) -
             url = make_url(data["journal"]["url"])
             if url.password is not None:
                 data["journal"]["url"] = url.render_as_string(hide_password=True)
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    if note is not None:
+        line = f"global-max-size: {data['global-max-size']}\n"
+        text = text.replace(line, f"{line[:-1]}  # {note}\n", 1)
+    return text
 
 
 def _scalar(value: Any) -> str:

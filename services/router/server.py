@@ -12,6 +12,7 @@ import grpc
 
 from meshmq import __version__
 from meshmq.config.address_settings import AddressSettingsResolver
+from meshmq.config.defaults import effective_global_max_size
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
@@ -107,15 +108,6 @@ class BrokerServicer(bgrpc.BrokerServicer):
             session.out.put_nowait(None)
 
 
-def global_max_size(configured: int) -> int:
-    """global-max-size in bytes: -1 means half of this machine's memory (Artemis takes half the JVM heap)."""
-    if configured >= 0:
-        return configured
-    import psutil
-
-    return psutil.virtual_memory().total // 2
-
-
 # Methods that check the cluster credential themselves (other nodes call them, not users):
 # links, quorum votes and what classic replication asks the lives, a colocated live's backup
 # request, and a backup's replication stream.
@@ -135,6 +127,8 @@ class RouterNode:
         self._services = tuple(services)
         # Cluster.RequestBackup: the colocated policy hosting backups of other lives (None: refused).
         self._backup_requests = backup_requests
+        memory_limit = effective_global_max_size(config.global_max_size)
+        log.info("global-max-size %d bytes (%d MiB; %s)", memory_limit.bytes, memory_limit.bytes >> 20, memory_limit.why)
         self.broker = Broker(
             name=config.name,
             journal=journal,
@@ -143,7 +137,7 @@ class RouterNode:
             persist_id_cache=config.persist_id_cache,
             id_cache_max_bytes=config.id_cache_max_bytes,
             persistence_enabled=config.persistence_enabled,
-            global_max_size=global_max_size(config.global_max_size),
+            global_max_size=memory_limit.bytes,
             event_log=config.journal.event_log_enabled,
         )
         self.server: grpc.aio.Server | None = None
