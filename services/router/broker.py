@@ -675,7 +675,7 @@ class Broker:
                     _enqueued_event(batch, now, msg, q.name)
         if queues:  # in memory from now: a full address must see what is on its way in
             msg.refs += len(queues)
-            held = msg.size * len(queues)
+            held = (msg.size + paging.MESSAGE_OVERHEAD_BYTES) * len(queues)
             self.memory_bytes += held
             addr.memory_bytes += held
             addr.memory_messages += len(queues)
@@ -873,7 +873,7 @@ class Broker:
 
     def _hold(self, ref: Ref) -> None:
         """A queue's copy of a message is now in memory (paging.py counts these)."""
-        size = ref.msg.size
+        size = ref.msg.size + paging.MESSAGE_OVERHEAD_BYTES
         self.memory_bytes += size
         addr = ref.queue.home
         if addr is not None:
@@ -881,7 +881,7 @@ class Broker:
             addr.memory_messages += 1
 
     def _free(self, ref: Ref) -> None:
-        size = ref.msg.size
+        size = ref.msg.size + paging.MESSAGE_OVERHEAD_BYTES
         self.memory_bytes -= size
         addr = ref.queue.home
         if addr is not None:
