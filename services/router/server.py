@@ -33,6 +33,7 @@ from .cluster.manager import ClusterConnections
 from .cluster.scale_down import choose_target, scale_down
 from .event_retention import EventLogStatus, EventRetention
 from .management import ManagementServicer
+from .memory_release import MemoryRelease
 from .requests import open_session, session_command
 from .routing import ANYCAST, MULTICAST
 from .session import ServerSession
@@ -145,6 +146,7 @@ class RouterNode:
         self.topology = ClientTopology(rebalance_on_join=config.rebalance_cluster_clients)
         self._reaper: asyncio.Task | None = None
         self._pruner: asyncio.Task | None = None
+        self._releaser: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None
         # Where a backup waits to take this node's store over ("" = none known; ha-policy).
@@ -199,6 +201,8 @@ class RouterNode:
         self.cluster.start(self.endpoints)
         await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())
+        self._releaser = asyncio.create_task(MemoryRelease(lambda: self.broker.memory_bytes).run(),
+                                             name="memory-release")
         if self.broker.persistence_enabled and self.event_log.retention_ms > 0:  # (also pruned when not written)
             retention = EventRetention(self.broker.batch, self.broker.stored, self.event_log,
                                        self.config.journal.event_retention_scan_period)
@@ -263,7 +267,7 @@ class RouterNode:
         await scale_down(self.config, self.broker, endpoint)
 
     async def stop(self, grace: float = 2.0) -> None:
-        for task in (self._reaper, self._pruner):
+        for task in (self._reaper, self._pruner, self._releaser):
             if task is not None:
                 task.cancel()
         await self.cluster.stop()
