@@ -239,7 +239,7 @@ class GetNodeInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector", "event_log_enabled", "event_retention", "events_kept_from", "events_pruned")
+    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector", "event_log_enabled", "event_retention", "events_kept_from", "events_pruned", "global_max_size", "memory_bytes")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -253,6 +253,8 @@ class NodeInfo(_message.Message):
     EVENT_RETENTION_FIELD_NUMBER: _ClassVar[int]
     EVENTS_KEPT_FROM_FIELD_NUMBER: _ClassVar[int]
     EVENTS_PRUNED_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     name: str
     version: str
@@ -266,7 +268,9 @@ class NodeInfo(_message.Message):
     event_retention: int
     events_kept_from: int
     events_pruned: int
-    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ..., event_log_enabled: _Optional[bool] = ..., event_retention: _Optional[int] = ..., events_kept_from: _Optional[int] = ..., events_pruned: _Optional[int] = ...) -> None: ...
+    global_max_size: int
+    memory_bytes: int
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ..., event_log_enabled: _Optional[bool] = ..., event_retention: _Optional[int] = ..., events_kept_from: _Optional[int] = ..., events_pruned: _Optional[int] = ..., global_max_size: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
 
 class ListAddressesRequest(_message.Message):
     __slots__ = ()

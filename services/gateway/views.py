@@ -52,6 +52,9 @@ class NodeView(BaseModel):
     event_retention: int = 0
     events_kept_from: int = 0
     events_pruned: int = 0
+    # global-max-size in force (bytes) and the bytes of messages held in memory against it.
+    global_max_size: int = 0
+    memory_bytes: int = 0
 
 
 class QueueView(BaseModel):
@@ -210,7 +213,8 @@ def node_view(reply: Reply) -> NodeView:
         uptime_s=max(0.0, round(time.time() - info.started_at / 1000, 1)) if info.started_at else 0,
         journal=info.journal, backup_connector=info.backup_connector, event_log_enabled=info.event_log_enabled,
         event_retention=info.event_retention, events_kept_from=info.events_kept_from,
-        events_pruned=info.events_pruned, **base)
+        events_pruned=info.events_pruned, global_max_size=info.global_max_size, memory_bytes=info.memory_bytes,
+        **base)
 
 
 def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:

@@ -157,6 +157,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 event_retention=self._event_log.retention_ms,
                 events_kept_from=self._event_log.kept_from,
                 events_pruned=self._event_log.pruned,
+                global_max_size=b.global_max_size,
+                memory_bytes=max(0, b.memory_bytes),
             ),
             lambda: (),  # every client asks at first contact (access.py)
         )
