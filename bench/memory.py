@@ -34,9 +34,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil  # noqa: E402
+from paging import receive_in_order  # noqa: E402
 
 from meshmq.client import connect  # noqa: E402
 from meshmq.config.loader import default_dev_config_yaml  # noqa: E402
@@ -116,20 +118,8 @@ async def queue_counts(url: str) -> dict:
 
 async def drain(url: str, count: int) -> float:
     async with await connect(url) as conn:
-        s = await conn.session()
-        c = await s.create_consumer(QUEUE)
-        t0 = time.perf_counter()
-        expect = 0
-        while expect < count:
-            batch = await c.receive_batch(1000, timeout=60)
-            if not batch:
-                raise SystemExit(f"only {expect} of {count} messages came back")
-            for m in batch:
-                if m.properties["n"] != expect:
-                    raise SystemExit(f"message {m.properties['n']} arrived where {expect} was due")
-                expect += 1
-                m.ack()
-        rate = count / (time.perf_counter() - t0)
+        c = await (await conn.session()).create_consumer(QUEUE)
+        rate = await receive_in_order(c, count)
         deadline = time.monotonic() + 30  # the last acks travel on the session stream, not with this call
         while (left := (await conn.admin.queue(QUEUE)).message_count) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
