@@ -94,6 +94,19 @@ class ClassicActivation(ReplicatingPair):
         """The lives named, this node excepted."""
         return [e for e in self._lives if e not in self._own]
 
+    @property
+    def _asked(self) -> list[str]:
+        """Whom a vote, a notice or a probe goes to: the nodes named, and every
+        live the view learned of that no named endpoint reaches (as Artemis asks
+        the lives of its topology: a colocated backup names only its live, yet
+        the other lives vote). A live reached through a named endpoint is asked
+        there only: the operator's path to it, not the address another node uses."""
+        named = self._others
+        at_named = {self.view.served[e] for e in named if e in self.view.served}
+        learned = [e for e, node_id in self.view.served.items()
+                   if e not in self._own and e not in named and node_id not in at_named]
+        return list(dict.fromkeys([*named, *learned]))
+
     def listening_at(self, endpoint: str) -> None:
         super().listening_at(endpoint)
         self._own.add(endpoint)
@@ -104,7 +117,7 @@ class ClassicActivation(ReplicatingPair):
         """Keep the view of the lives current while the node runs (where this
         node's own backup listens is a backup's endpoint, whether it answers or not)."""
         while True:
-            await learn_members(self._others, self._identity, self.view, self.role.quorum_vote_wait)
+            await learn_members(self._asked, self._identity, self.view, self.role.quorum_vote_wait)
             if self.backup_connector():
                 self.view.saw_passive(self.backup_connector())
             await asyncio.sleep(TOPOLOGY_PROBE_S)
@@ -157,7 +170,7 @@ class ClassicActivation(ReplicatingPair):
         self.view.saw_live(self.live_endpoint(), coordination_id)
         request = cpb.VoteRequest(target_node_id=coordination_id, copy_id=copy_id)
         for n in range(1, rounds + 1):
-            tally = await ask(self._lives, self._identity, request, Tally(needed=0), self.role.quorum_vote_wait,
+            tally = await ask(self._asked, self._identity, request, Tally(needed=0), self.role.quorum_vote_wait,
                               view=self.view)
             size = self.size(coordination_id)
             tally.needed = votes_needed(size)
@@ -196,7 +209,7 @@ class ClassicActivation(ReplicatingPair):
         said = ""
         while True:
             node_id = self.node_id()
-            notices = await forget_copy(self._others, self._identity, node_id, copy_id, role.quorum_vote_wait,
+            notices = await forget_copy(self._asked, self._identity, node_id, copy_id, role.quorum_vote_wait,
                                         self.view, self._name)
             size = self.size(node_id)
             elsewhere = sorted(notices.served_elsewhere.items())
@@ -227,7 +240,7 @@ class ClassicActivation(ReplicatingPair):
     async def _may_stay(self) -> bool:
         request = cpb.VoteRequest(target_node_id=self.node_id(), request_to_stay_active=True)
         tally = Tally(0, request_to_stay_active=True, own_connectors=frozenset(self._own))
-        await ask(self._others, self._identity, request, tally, self.role.quorum_vote_wait, view=self.view)
+        await ask(self._asked, self._identity, request, tally, self.role.quorum_vote_wait, view=self.view)
         tally.needed = votes_needed(self.size(self.node_id()))
         return tally.decided
 

@@ -203,6 +203,9 @@ async def test_a_master_left_alone_stops_at_once_and_keeps_the_write_it_could_no
     stops within its grace, the write unconfirmed and kept in its store."""
     c = cluster(nodes, proxies)
     m, s = c["m"], c["s"]
+    # M's links to L2 and L3 are up (their store-and-forward queues are written): no write
+    # of M's after S stops may reach the lives before they stop too.
+    await eventually(lambda: count(m, "cluster connection ha: linked to") >= 2, 20, "M's links to L2 and L3")
     await send(m, 0, 10)
     await in_sync(m, s)
     for other in (s, c["l3"], c["l2"]):
