@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil  # noqa: E402
 from paging import receive_in_order  # noqa: E402
+from throughput import launch_node  # noqa: E402
 
 from meshmq.client import connect  # noqa: E402
 from meshmq.config.loader import default_dev_config_yaml  # noqa: E402
@@ -56,18 +57,9 @@ def start(workdir: Path) -> tuple[subprocess.Popen, str, float]:
     if not cfg.exists():
         cfg.write_text(default_dev_config_yaml(name="membench", port=0, data_directory=str(workdir / "data"),
                                                console_port=free_port()))
-    ready = workdir / "ready.json"
-    ready.unlink(missing_ok=True)
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(cfg), "--ready-file", str(ready)],
-        stdout=open(workdir / "node.log", "ab"), stderr=subprocess.STDOUT,
-    )
-    while not ready.exists():
-        if proc.poll() is not None or time.monotonic() - t0 > 600:
-            raise SystemExit(f"node did not start; see {workdir / 'node.log'}")
-        time.sleep(0.05)
-    return proc, "meshmq://" + json.loads(ready.read_text())["endpoints"][0], time.monotonic() - t0
+    proc, url = launch_node(cfg, workdir, quiet=False, timeout=600)  # (the effective configuration in its log)
+    return proc, url, time.monotonic() - t0
 
 
 def rss(pid: int) -> dict:

@@ -71,15 +71,21 @@ def start_node(workdir: Path, sync: bool, extra_config: str = "", acceptor: str 
         f"acceptors:\n  - {{name: grpc, host: 127.0.0.1, port: {port}{acceptor}}}\n"
         f"journal:\n  sync: {'true' if sync else 'false'}\n{journal}" + extra_config
     )
+    return launch_node(cfg, workdir)
+
+
+def launch_node(cfg: Path, workdir: Path, *, quiet: bool = True, timeout: float = 60) -> tuple[subprocess.Popen, str]:
+    """`meshmq serve router` on `cfg` (its output appended to workdir/node.log);
+    returns once its ready file names its endpoint, or exits after `timeout` s."""
     ready = workdir / "ready.json"
     ready.unlink(missing_ok=True)
-    log = open(workdir / "node.log", "ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(cfg), "--ready-file", str(ready), "--quiet"],
-        stdout=log,
+        [sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(cfg), "--ready-file", str(ready),
+         *(["--quiet"] if quiet else [])],
+        stdout=open(workdir / "node.log", "ab"),
         stderr=subprocess.STDOUT,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"node did not start; see {workdir / 'node.log'}")
