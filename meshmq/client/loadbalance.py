@@ -1,6 +1,6 @@
 """Client-side load balancing: which node the next session goes to.
 
-The policies are Artemis's (seeds/000, "Client-Side Load balancing"): each is a
+The policies are Artemis's (the Artemis clustering chapter, "Client-Side Load balancing"): each is a
 small object with one method, `select(n) -> index`, called with the number of
 candidate nodes. RoundRobin is the default. A custom policy is named on the
 URI as `connectionLoadBalancingPolicyClassName=package.module:ClassName`.

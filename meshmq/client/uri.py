@@ -110,7 +110,7 @@ class Server:
 
 @dataclass(frozen=True)
 class EtcdDiscovery:
-    """Where to find the cluster's announcements (seeds/000 "Server discovery")."""
+    """Where to find the cluster's announcements (the Artemis clustering chapter, "Server discovery")."""
 
     endpoints: tuple[str, ...]
     cluster_name: str

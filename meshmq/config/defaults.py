@@ -114,7 +114,7 @@ DISCOVERY_LISTEN_PORT: Final = 61636
 
 # --- the HA coordinator (`meshmq serve ha-coordinator`) ----------------------
 
-# ha-coordinator.listen: where the HA coordinator service listens (DESIGN.md: 61646).
+# ha-coordinator.listen: where the HA coordinator service listens (61646).
 HA_COORDINATOR_LISTEN_HOST: Final = "127.0.0.1"
 HA_COORDINATOR_LISTEN_PORT: Final = 61646
 
@@ -122,7 +122,7 @@ HA_COORDINATOR_LISTEN_PORT: Final = 61646
 
 # gateway.enabled: host the gateway inside the router's process (the starter config of `meshmq up` sets it).
 GATEWAY_ENABLED: Final = False
-# gateway.listen: where the REST API and web console answer (DESIGN.md: 8161, Artemis's console port).
+# gateway.listen: where the REST API and web console answer (8161, Artemis's console port).
 GATEWAY_LISTEN_HOST: Final = "127.0.0.1"
 GATEWAY_LISTEN_PORT: Final = 8161
 # gateway.session-timeout: a console log-in or API token lasts this long after its last use (ms).

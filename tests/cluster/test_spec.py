@@ -130,7 +130,7 @@ def test_the_ha_coordinator_takes_a_port_and_a_reserved_name():
         """)
     assert said == "c.yaml:4: nodes[0].port: port 61616 is already used by ha-coordinator.port"
     spec = load_cluster_spec_text("cluster-name: c\nha-coordinator: {}\nnodes: [{name: n1}]\n", "c.yaml")
-    assert spec.ha_coordinator.port == 61646  # DESIGN.md's port
+    assert spec.ha_coordinator.port == 61646  # the HA coordinator's default port
 
 
 def test_node_config_problems_are_named_where_they_are_in_the_cluster_file():

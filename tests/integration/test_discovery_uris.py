@@ -1,5 +1,5 @@
 """Clients find a cluster through etcd for the first contact, then follow the
-topology the node pushes (seeds/000 "Server discovery", "Client-Side Load balancing")."""
+topology the node pushes (the Artemis clustering chapter: "Server discovery", "Client-Side Load balancing")."""
 
 from __future__ import annotations
 
