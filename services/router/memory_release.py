@@ -11,8 +11,8 @@ count) every CHECK_PERIOD seconds and trims when they have fallen by
 TRIM_AFTER_BYTES since the highest point seen after the last trim
 (`should_trim`, pure), and once after recovery (the journal's load pages are
 transient). A steady flow (paging in as fast as it drains) never trims; one
-trim costs a walk of the free heap (milliseconds; ctypes releases the GIL
-while it runs). Where glibc is not the C library, nothing is done.
+trim costs a walk of the free heap (milliseconds), run in a worker thread so
+the event loop goes on (ctypes releases the GIL while it runs). Where glibc is not the C library, nothing is done.
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ class MemoryRelease:
         if self._trim is None:
             log.info("no malloc_trim in this C library: freed memory is left to the allocator")
             return
-        self.trim()  # what recovery read and let go of
+        # malloc_trim walks the whole free heap: off the event loop (the held count is one int to read).
+        await asyncio.to_thread(self.trim)  # what recovery read and let go of
         while True:
             await asyncio.sleep(CHECK_PERIOD)
-            self.check()
+            await asyncio.to_thread(self.check)
