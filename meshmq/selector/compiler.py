@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import SelectorError
-from .like import compile_like
+from .like import MAX_LIKE_COST, compile_like
 from .nodes import (
     Arithmetic,
     Between,
@@ -145,6 +145,7 @@ def _static_kind(node: Node) -> str:
 class _Compiler:
     def __init__(self, text: str) -> None:
         self._text = text
+        self._like_cost = 0.0  # summed over the selector's LIKE patterns, bounded by MAX_LIKE_COST
 
     def condition(self, node: Node) -> _Code:
         """Code yielding True/False/None where the grammar wants a boolean."""
@@ -343,6 +344,15 @@ class _Compiler:
         code = self.value(node.operand)
         fn, negated = code.fn, node.negated
         matcher = compile_like(node.pattern, node.escape)
+        self._like_cost += matcher.cost
+        if self._like_cost > MAX_LIKE_COST:
+            raise SelectorError(
+                self._text,
+                node.pos,
+                f"LIKE patterns too costly to match: the segments between '%' that contain '_' "
+                f"need about {self._like_cost:.0f} steps per character of the value, the limit is "
+                f"{MAX_LIKE_COST:.0f} (shorten them, or use fewer distinct characters in them)",
+            )
 
         def like(lookup: Lookup) -> object:
             value = fn(lookup)
