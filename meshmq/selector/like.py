@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Protocol
 
 _ANY_CHAR = None  # marks `_` inside a segment
 
@@ -81,7 +82,7 @@ class _Segment:
             return value.startswith(self.literal, pos)
         return self._regex.match(value, pos) is not None
 
-    def find(self, value: str, start: int, end: int, masks: _Masks | None) -> int:
+    def find(self, value: str, start: int, end: int) -> int:
         """Leftmost start of this segment lying wholly inside value[start:end], or -1."""
         if self.literal is not None:
             return value.find(self.literal, start, end)
@@ -91,7 +92,7 @@ class _Segment:
         if (last - start + 1) * self.length <= SCAN_STEPS or self.scan_cost <= self.mask_cost:
             found = self._regex.search(value, start, end)
             return -1 if found is None else found.start()
-        return self._find_by_masks(start, last, masks or _Masks(value))
+        return self._find_by_masks(start, last, _Masks(value))
 
     def _find_by_masks(self, start: int, last: int, masks: _Masks) -> int:
         # Bit n-1-i of a mask stands for value[i] (int(..., 2) reads the first
@@ -143,7 +144,11 @@ def _and_progression(mask: int, step: int, count: int) -> int:
 
 
 class _Masks:
-    """Per-value bit masks of where each character occurs, built on first use."""
+    """One value's bit masks of where each character occurs, built on first use.
+
+    A segment's search makes its own; costs are estimated per segment (a
+    character in two segments is counted twice), which this matches.
+    """
 
     __slots__ = ("length", "_value", "_encoded", "_exact", "_made")
 
@@ -188,20 +193,21 @@ def _positions(encoded: bytes, code: int) -> int:
     return int(encoded.translate(table), 2) if encoded else 0
 
 
-class LikeMatcher:
+class LikeMatcher(Protocol):
     """A predicate telling whether a whole string matches a LIKE pattern.
 
-    `cost` estimates the work per character of the value (see MAX_LIKE_COST).
+    `cost` estimates the work per character of the value (see MAX_LIKE_COST);
+    it rides on the function itself so a match is one plain call.
     """
 
-    __slots__ = ("cost", "_match")
+    cost: float
 
-    def __init__(self, match: Callable[[str], bool], cost: float) -> None:
-        self._match = match
-        self.cost = cost
+    def __call__(self, value: str) -> bool: ...
 
-    def __call__(self, value: str) -> bool:
-        return self._match(value)
+
+def _with_cost(match: Callable[[str], bool], cost: float) -> LikeMatcher:
+    match.cost = cost  # type: ignore[attr-defined]
+    return match  # type: ignore[return-value]
 
 
 def compile_like(pattern: str, escape: str | None) -> LikeMatcher:
@@ -224,14 +230,13 @@ def compile_like(pattern: str, escape: str | None) -> LikeMatcher:
         only = _Segment(pieces[0])
         if only.literal is not None:
             literal = only.literal
-            return LikeMatcher(lambda value: value == literal, 0.0)
-        return LikeMatcher(lambda value: len(value) == only.length and only.matches_at(value, 0), 0.0)
+            return _with_cost(lambda value: value == literal, 0.0)
+        return _with_cost(lambda value: len(value) == only.length and only.matches_at(value, 0), 0.0)
 
     head, tail = _Segment(pieces[0]), _Segment(pieces[-1])
     middle = [_Segment(p) for p in pieces[1:-1] if p]
     min_length = head.length + tail.length + sum(s.length for s in middle)
     cost = sum(min(s.scan_cost, s.mask_cost) for s in middle)
-    wildcards = any(s.literal is None for s in middle)
 
     def match(value: str) -> bool:
         end = len(value) - tail.length
@@ -240,12 +245,11 @@ def compile_like(pattern: str, escape: str | None) -> LikeMatcher:
         if not head.matches_at(value, 0) or not tail.matches_at(value, end):
             return False
         pos = head.length
-        masks = _Masks(value) if wildcards else None  # shared by the segments, built lazily
         for segment in middle:
-            found = segment.find(value, pos, end, masks)
+            found = segment.find(value, pos, end)
             if found < 0:
                 return False
             pos = found + segment.length
         return True
 
-    return LikeMatcher(match, cost)
+    return _with_cost(match, cost)
