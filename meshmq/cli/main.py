@@ -40,15 +40,22 @@ def _run(coro):
         return None
 
 
-def _serve(config, name: str, ready_file: str | None, quiet: bool) -> None:
-    """Run one installed service (meshmq/service_registry.py) until a signal."""
+def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hint: str = "") -> None:
+    """Run one installed service (meshmq/service_registry.py) until a signal.
+    `refusal_hint` follows the error when the config may not start it (security/exposure.py)."""
+    import logging
+
     from meshmq.runtime import NodeHalted, ScaleDownFailed, setup_logging
+    from meshmq.security.exposure import open_banner, start_problems
     from meshmq.service_registry import UnknownServiceError, service
 
     try:
         svc = service(name)
     except UnknownServiceError as exc:
         _fail(str(exc))
+    problems = start_problems(config, name)
+    if problems:
+        _fail("\n".join(problems) + refusal_hint)
     setup_logging(config.name)
     try:
         shown = effective_config_yaml(config, computed=True)
@@ -56,6 +63,9 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool) -> None:
         _fail(str(exc))
     if not quiet:
         click.echo("# effective configuration\n" + shown, err=True)
+    banner = open_banner(config, name)
+    if banner is not None:  # after the effective configuration, where it is seen
+        logging.getLogger("meshmq.security").warning(banner)
 
     def announce(info: dict) -> None:
         click.echo(svc.ready_line(info))
@@ -110,7 +120,10 @@ def up(ctx, config_path, data_dir, host, port, console_port, ready_file, quiet) 
             )
         except ConfigError as exc:
             _fail(str(exc))
-    _serve(config, "router", ready_file, quiet)
+    hint = "" if config_path else (
+        "\nThe starter config does not decide that for you: `meshmq config default > node.yaml`, set the host and "
+        "security-enabled there, then `meshmq up --config node.yaml`")
+    _serve(config, "router", ready_file, quiet, refusal_hint=hint)
 
 
 class _ServiceCommands(click.Group):

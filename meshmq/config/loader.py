@@ -232,7 +232,8 @@ data-directory: {b(data_directory)}    # the SQLite journal and large files live
 id-cache-size: {b(defaults.ID_CACHE_SIZE)}
 persist-id-cache: {b(defaults.PERSIST_ID_CACHE)}
 message-expiry-scan-period: {b(defaults.MESSAGE_EXPIRY_SCAN_PERIOD)}   # ms
-security-enabled: {b(defaults.SECURITY_ENABLED)}        # development setup: no authentication
+# security-enabled: false   # the default: no login, for a trial on this machine. A node listening
+#                           # beyond loopback starts with security off only when this is written out.
 
 acceptors:
   - name: {b(defaults.ACCEPTOR_NAME)}

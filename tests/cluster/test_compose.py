@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 
 from meshmq.config.loader import load_config_text
 from meshmq.launcher import load_cluster_spec
+from meshmq.security.exposure import start_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "deploy" / "docker-compose.yml"
@@ -108,6 +109,20 @@ def test_same_ports_cluster_name_discovery_timings_and_node_defaults():
         assert config.data_directory == Path("/var/lib/meshmq")
     for node in spec.nodes:
         assert published(services[node.name]) == [node.port]
+
+
+def test_every_meshmq_service_writes_security_off_out_since_it_listens_beyond_loopback():
+    """In a container the acceptors bind the service's name and the listeners 0.0.0.0:
+    security off has to be written, or the service refuses to start."""
+    for name, service in compose()["services"].items():
+        role = role_of(service)
+        if role in ("etcd", "postgres", "report"):
+            continue
+        config = node_config(service)
+        assert "security_enabled" in config.model_fields_set and not config.security_enabled, name
+        assert start_problems(config, role) == [], name
+        unwritten = load_config_text(node_text(service)[1].replace("security-enabled: false", ""))
+        assert start_problems(unwritten, role), f"{name} would start with security left out"
 
 
 def test_n1_and_its_backup_share_one_store_on_the_postgres_service():
