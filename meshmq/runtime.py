@@ -10,10 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
+import stat
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from meshmq.config.models import BrokerConfig
 
 log = logging.getLogger("meshmq")
 
@@ -35,6 +41,52 @@ def install_event_loop_policy() -> None:
     except ImportError:
         return
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+# Files and directories a meshmq process creates are its own: 0600 and 0700.
+PRIVATE_UMASK = 0o077
+
+
+def keep_files_private() -> None:
+    """From now on, everything this process creates (the journal and its WAL,
+    paging and large-message files, replica stores, ready files) is readable by
+    its owner only, whatever umask it was started with: a broker's files hold
+    every message it keeps. Called first thing at a service process's start."""
+    os.umask(PRIVATE_UMASK)
+
+
+def tighten_modes(directory: Path, files: tuple[Path, ...] = ()) -> None:
+    """Take group and other access away from a data directory (and `files`, e.g.
+    a journal kept outside it) made before this process's umask applied, e.g. by
+    an older meshmq, a container image or a hand-made mkdir; warns when it does."""
+    for path, private in ((directory, 0o700), *((f, 0o600) for f in files)):
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if not mode & 0o077:
+            continue
+        try:
+            path.chmod(mode & private)
+        except OSError as exc:
+            log.warning("%s is open to other users (mode %o) and could not be restricted: %s", path, mode,
+                        exc.strerror or exc)
+            continue
+        log.warning("%s was open to other users (mode %o): changed to %o", path, mode, mode & private)
+
+
+def tighten_store_modes(config: BrokerConfig) -> None:
+    """`tighten_modes` for what a node stores: its data directory and, with an
+    SQLite journal, the journal file and its -wal and -shm (also when journal.url
+    keeps them elsewhere)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(config.journal_url())
+    files: tuple[Path, ...] = ()
+    if url.get_backend_name() == "sqlite" and url.database and not url.database.startswith((":memory:", "file:")):
+        journal = Path(url.database)
+        files = (journal, journal.with_name(journal.name + "-wal"), journal.with_name(journal.name + "-shm"))
+    tighten_modes(config.data_directory, files)
 
 
 def setup_logging(node: str, level: str = "INFO") -> None:

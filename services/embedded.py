@@ -42,6 +42,9 @@ async def run_router(
 ) -> None:
     """A router, with the admin gateway in the same process when gateway.enabled
     (the embedded default, `meshmq up`): the ready file and line then name the console."""
+    from meshmq.runtime import tighten_store_modes
+
+    tighten_store_modes(config)
     if not config.gateway.enabled:
         await _run_node(config, ready_file=ready_file, on_ready=on_ready)
         return

@@ -45,10 +45,11 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hi
     `refusal_hint` follows the error when the config may not start it (security/exposure.py)."""
     import logging
 
-    from meshmq.runtime import NodeHalted, ScaleDownFailed, setup_logging
+    from meshmq.runtime import NodeHalted, ScaleDownFailed, keep_files_private, setup_logging
     from meshmq.security.exposure import open_banner, start_problems
     from meshmq.service_registry import UnknownServiceError, service
 
+    keep_files_private()
     try:
         svc = service(name)
     except UnknownServiceError as exc:

@@ -165,6 +165,8 @@ class LocalCluster:
         self._refuse_if_running()
         self._refuse_taken_ports(spec)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        # Its nodes' stores, configs (passwords), TLS keys and logs: the owner's only.
+        self.run_dir.chmod(0o700)
         started = time.monotonic()
         deadline = started + timeout
         certificates = self._issue_certificates(spec)

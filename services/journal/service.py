@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from meshmq.config.models import BrokerConfig
 from meshmq.metrics import serving
-from meshmq.runtime import serve_until_signalled
+from meshmq.runtime import serve_until_signalled, tighten_store_modes
 from meshmq.security import cluster_identity
 from meshmq.service_registry import Service
 
@@ -29,6 +29,7 @@ async def run_journal(
     from .server import add_journal_service
 
     cluster_identity.check_service_start(config, "journal", log)
+    tighten_store_modes(config)
     core = open_core(config)
     try:
         async with serving(config.metrics, service="journal", node=config.name) as metrics:

@@ -1,15 +1,18 @@
-"""Security off is said out loud, and never the silent default off this machine
-(docs/security.md, "Security off")."""
+"""Security off is said out loud, and never the silent default off this machine;
+a node's files are its own user's (docs/security.md, "Security off", "File modes")."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.nodes import router_config
+from meshmq.client import connect
+from tests.fixtures.nodes import router_config, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -59,3 +62,35 @@ def test_the_banner_comes_with_security_left_out_on_loopback_and_not_with_securi
         users: [{username: app, password: app-pw}]
         """)
     assert "SECURITY IS OFF" not in secured.log_path.read_text()
+
+
+def _modes(root: Path) -> dict[str, str]:
+    """Every directory and file under root (root included), with its permission bits in octal."""
+    found = {".": oct(stat.S_IMODE(root.stat().st_mode))}
+    for path in root.rglob("*"):
+        found[str(path.relative_to(root))] = oct(stat.S_IMODE(path.stat().st_mode))
+    return found
+
+
+@pytest.mark.parametrize("made_before", [False, True], ids=["new-data-directory", "data-directory-made-0755"])
+async def test_a_nodes_data_directory_and_journal_are_its_users_only_under_umask_022(nodes, made_before):
+    data = nodes.tmp / "node-data"
+    if made_before:
+        data.mkdir(mode=0o755)
+        data.chmod(0o755)
+    previous = os.umask(0o022)
+    try:
+        node = nodes.router("node")  # a `meshmq serve router` process, which inherits umask 022
+    finally:
+        os.umask(previous)
+    async with await connect(node.url) as conn:
+        session = await conn.session()
+        producer = await session.create_producer("modes.q")
+        await producer.send(b"kept", routing_type="anycast")
+    wait_for(lambda: (data / "journal.db-wal").exists() and (data / "journal.db-shm").exists(), 10,
+             "the journal's WAL files")
+    modes = _modes(data)
+    assert {"journal.db", "journal.db-wal", "journal.db-shm"} <= modes.keys()
+    assert modes == {name: ("0o700" if (data / name).is_dir() else "0o600") for name in modes}
+    if made_before:
+        assert f"{data} was open to other users (mode 755): changed to 700" in node.log_path.read_text()
