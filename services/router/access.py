@@ -33,6 +33,9 @@ Which permission each action needs:
     the target queue's address (a move is a send there);
   - node information and watching the topology: authentication only: every
     client asks for them at first contact and to balance its sessions.
+  - a temporary queue (temporary_queues.py) is managed, besides, only by
+    the user who created it or one with `manage` on the management address;
+    whatever the roles, only the session that created it consumes from it.
 
 When authorization is not active (security disabled, or no security-settings:
 see the Authorizer), sessions get no `Access` and nothing is checked.
@@ -56,13 +59,22 @@ class Access:
         self.user = user
         self._authorizer = authorizer
 
+    def allowed(self, permission: Permission, address: str) -> bool:
+        """Whether the user has `permission` on `address` (nothing logged)."""
+        return self._authorizer.allowed(self.user, permission, address)
+
     def check(self, permission: Permission, address: str) -> None:
         """PERMISSION_DENIED (logged) unless the user has `permission` on `address`."""
         try:
             self._authorizer.check(self.user, permission, address)
         except BrokerError as exc:
-            _denied_log.warning("refused: %s", exc.message)
+            log_refusal(exc)
             raise
+
+
+def log_refusal(exc: BrokerError) -> None:
+    """Log a PERMISSION_DENIED as a WARNING, rate-limited (a client must not flood the log)."""
+    _denied_log.warning("refused: %s", exc.message)
 
 
 def access_for(authorizer: Authorizer, user: str) -> Access | None:

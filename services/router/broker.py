@@ -38,6 +38,7 @@ from .message import Ref, ServerMessage
 from .queue import Queue, now_ms
 from .recovery import load_state
 from .routing import ANYCAST, MULTICAST, RT_BIT, decide, routing_type_names
+from .temporary_queues import Owner
 
 log = logging.getLogger("meshmq.router")
 
@@ -275,6 +276,7 @@ class Broker:
         durable: bool = True,
         temporary: bool = False,
         auto_created: bool = False,
+        owner: Owner | None = None,
     ) -> Queue:
         check_name("queue", name)
         if name in self.queues:
@@ -286,7 +288,7 @@ class Broker:
         durable = durable and not temporary and self.persistence_enabled
         q = Queue(
             self._next_queue_id, name, addr.name, routing_type, filter_text, selector,
-            durable=durable, temporary=temporary, auto_created=auto_created,
+            durable=durable, temporary=temporary, auto_created=auto_created, owner=owner,
         )
         self._next_queue_id += 1
         addr.add_queue(q)
@@ -305,6 +307,7 @@ class Broker:
         q = self.get_queue(name)
         if q.consumers and not force:
             raise BrokerError(Reason.QUEUE_IN_USE, f"queue {name!r} has {len(q.consumers)} consumer(s); use force")
+        q.deleting = True  # closing its last consumer must not auto-delete it (a temporary queue) under us
         for c in list(q.consumers):
             c.target.queue_deleted(c)
         removed = self._remove_waiting(q)
@@ -398,7 +401,7 @@ class Broker:
 
     def maybe_auto_delete(self, q: Queue) -> None:
         """After the last consumer left: drop a temporary or empty auto-created queue."""
-        if q.deleted or q.consumers:
+        if q.deleted or q.deleting or q.consumers:
             return
         if q.temporary or (q.auto_created and q.holds_nothing and self.settings(q.address).auto_delete_queues):
             self.delete_queue(q.name, force=True)

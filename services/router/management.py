@@ -19,16 +19,19 @@ from meshmq.v1 import management_pb2_grpc as mggrpc
 from meshmq.v1 import messages_pb2 as mpb
 
 from . import browsing, message_moves
-from .access import access_for
+from .access import access_for, log_refusal
 from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
 from .queue import Queue
+from .temporary_queues import management_refusal
 from .client_topology import ClientTopology
 from .event_retention import EventLogStatus
 
 
 # What listing needs (access.py): `view`, which `manage` implies.
 _VIEW = ((Permission.VIEW, MANAGEMENT_ADDRESS),)
+# What lets a user manage another user's temporary queue (temporary_queues.py).
+_MANAGE = (Permission.MANAGE, MANAGEMENT_ADDRESS)
 DEFAULT_BODY_PREVIEW = 256
 
 
@@ -111,29 +114,37 @@ class ManagementServicer(mggrpc.ManagementServicer):
         self.authorizer = authorizer or Authorizer(enabled=False)
 
     def _check(self, context: grpc.aio.ServicerContext,
-               needed: Callable[[], Iterable[tuple[Permission, str]]]) -> None:
+               needed: Callable[[], Iterable[tuple[Permission, str]]], queue: str = "") -> None:
         user = self.auth.authenticate(context)
         access = access_for(self.authorizer, user)
-        if access is not None:
-            for permission, address in needed():
-                access.check(permission, address)
+        if access is None:
+            return
+        for permission, address in needed():
+            access.check(permission, address)
+        if queue:
+            owner = self.broker.get_queue(queue).owner
+            refusal = management_refusal(queue, owner, user, owner is not None and access.allowed(*_MANAGE))
+            if refusal is not None:
+                log_refusal(refusal)
+                raise refusal
 
     async def _guard(self, context: grpc.aio.ServicerContext, fn,
-                     needed: Callable[[], Iterable[tuple[Permission, str]]] = lambda: _VIEW):
-        """Authenticate, check each (permission, address) `needed` gives, then
-        run `fn` (awaited when it returns an awaitable)."""
+                     needed: Callable[[], Iterable[tuple[Permission, str]]] = lambda: _VIEW, queue: str = ""):
+        """Authenticate, check each (permission, address) `needed` gives and,
+        for a call on one `queue`, who may manage it if it is temporary
+        (temporary_queues.py); then run `fn` (awaited when it returns an awaitable)."""
         try:
-            self._check(context, needed)
+            self._check(context, needed, queue)
             result = fn()
             return await result if inspect.isawaitable(result) else result
         except BrokerError as exc:
             await abort_with(context, exc)
 
     async def _guard_stream(self, context: grpc.aio.ServicerContext, fn: Callable[[], AsyncIterator],
-                            needed: Callable[[], Iterable[tuple[Permission, str]]]):
+                            needed: Callable[[], Iterable[tuple[Permission, str]]], queue: str = ""):
         """`_guard` for a streamed answer: each item `fn()` yields, converted by `progress`."""
         try:
-            self._check(context, needed)
+            self._check(context, needed, queue)
             async for item in fn():
                 yield progress(item)
         except BrokerError as exc:
@@ -254,6 +265,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
             context,
             lambda: mgpb.DeleteQueueResponse(messages_removed=self.broker.delete_queue(request.name, force=request.force)),
             needed,
+            request.name,
         )
 
     async def WatchTopology(self, request, context):
@@ -270,6 +282,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
             context,
             lambda: mgpb.PurgeQueueResponse(messages_removed=self.broker.purge_queue(request.name)),
             lambda: [(Permission.MANAGE, self.broker.get_queue(request.name).address)],
+            request.name,
         )
 
     async def CreateAddress(self, request, context):
@@ -298,7 +311,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
             return mgpb.BrowseMessagesResponse(messages=[browsed_message(i, preview) for i in items], total=total)
 
         return await self._guard(
-            context, run, lambda: [(Permission.BROWSE, self.broker.get_queue(request.queue).address)]
+            context, run, lambda: [(Permission.BROWSE, self.broker.get_queue(request.queue).address)], request.queue
         )
 
     async def MoveMessages(self, request, context):
@@ -313,7 +326,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 request.limit,
             )
 
-        async for item in self._guard_stream(context, run, needed):
+        async for item in self._guard_stream(context, run, needed, request.queue):
             yield item
 
     async def RetryMessages(self, request, context):
@@ -323,7 +336,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
                                        request.message_id)
 
         async for item in self._guard_stream(
-            context, run, lambda: [(Permission.MANAGE, self.broker.get_queue(request.queue).address)]
+            context, run, lambda: [(Permission.MANAGE, self.broker.get_queue(request.queue).address)], request.queue
         ):
             yield item
 
@@ -338,4 +351,5 @@ class ManagementServicer(mggrpc.ManagementServicer):
             context,
             lambda: queue_info(self.broker.pause_queue(request.name, paused)),
             lambda: [(Permission.MANAGE, self.broker.get_queue(request.name).address)],
+            request.name,
         )

@@ -30,6 +30,7 @@ from meshmq.v1 import messages_pb2 as mpb
 from .message import Ref
 
 if TYPE_CHECKING:
+    from .temporary_queues import Owner
     from .consumer import ServerConsumer
     from meshmq.selector import Selector
 
@@ -56,6 +57,7 @@ class Queue:
         durable: bool,
         temporary: bool = False,
         auto_created: bool = False,
+        owner: Owner | None = None,
     ) -> None:
         self.id = queue_id
         self.name = name
@@ -65,6 +67,8 @@ class Queue:
         self.selector = selector
         self.durable = durable
         self.temporary = temporary
+        # The session a temporary queue belongs to (temporary_queues.py); None for every other queue.
+        self.owner = owner
         self.auto_created = auto_created
         self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
         # Waiting messages no attached consumer accepts, per priority, in arrival order.
@@ -95,6 +99,7 @@ class Queue:
         self.home = None
         self._rr = 0
         self.deleted = False
+        self.deleting = False  # Broker.delete_queue is closing its consumers
         # Counters, as Artemis's queue control reports them.
         self.delivering = 0
         self.messages_added = 0

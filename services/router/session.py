@@ -20,14 +20,16 @@ from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import journal_pb2 as jpb
 
 from . import requests as rq
-from .access import Access
+from .access import Access, log_refusal
 from .addresses import compile_filter, not_internal
 from .broker import Broker, StagedSend
 from .consumer import ServerConsumer
 from .large_messages import LargeMessageReceiver, UploadDone, stream_body
 from .message import Ref
 from .producer_flow import HeldSends, batch_bytes, held_bytes_allowed
+from .queue import Queue
 from .routing import ANYCAST, MULTICAST
+from .temporary_queues import Owner, consume_refusal
 from .transactions import LocalTransaction
 
 log = logging.getLogger("meshmq.router.session")
@@ -273,6 +275,7 @@ class ServerSession:
                 self._check_create(cmd.queue, durable=True)
                 q = broker.create_queue(cmd.queue, cmd.queue, cmd.routing_type or ANYCAST, auto_created=True)
             else:
+                self._check_owner(q)
                 self._check(Permission.CONSUME, q.address)
             return q, selector
         if not cmd.address:
@@ -280,6 +283,11 @@ class ServerSession:
         name = cmd.subscription or f"{cmd.address}.{self.id}.{cmd.consumer_id}"
         q = broker.queues.get(name)
         if q is not None:
+            self._check_owner(q)
+            if not cmd.subscription:
+                raise BrokerError(
+                    Reason.QUEUE_EXISTS, f"queue {name!r} exists: it cannot be a new temporary subscription"
+                )
             if q.address != cmd.address or q.routing_type != MULTICAST:
                 raise BrokerError(
                     Reason.QUEUE_EXISTS,
@@ -296,9 +304,17 @@ class ServerSession:
         self._check(Permission.CONSUME, cmd.address)
         self._check_create(cmd.address, durable=durable)
         q = broker.create_queue(
-            name, cmd.address, MULTICAST, cmd.filter, durable=durable, temporary=not durable, auto_created=False
+            name, cmd.address, MULTICAST, cmd.filter, durable=durable, temporary=not durable, auto_created=False,
+            owner=None if durable else Owner(self.id, self.user),
         )
         return q, None
+
+    def _check_owner(self, q: Queue) -> None:
+        """PERMISSION_DENIED (logged) unless this session may consume from `q` (temporary_queues.py)."""
+        refusal = consume_refusal(q.name, q.owner, self.id, self.user)
+        if refusal is not None:
+            log_refusal(refusal)
+            raise refusal
 
     def _check(self, permission: Permission, address: str) -> None:
         if self.access is not None:
