@@ -3,7 +3,9 @@
 Each service instance owns a `MetricsEndpoint`: a registry of its own (several
 services share one process — the embedded router hosts its journal, tests
 start many — so nothing goes to prometheus_client's global REGISTRY), served
-over HTTP on a thread when the node config's `metrics.enabled` is true.
+over HTTP on a thread when the node config's `metrics.enabled` is true. With
+security enabled, a router serves it only to a user who may view the
+management state, and over HTTPS when it serves TLS (meshmq/metrics_access.py).
 
 Why values are read at scrape time: the router moves ~45k durable messages a
 second, and its queues already count what Artemis's management shows
@@ -26,9 +28,12 @@ import bisect
 import concurrent.futures
 import contextlib
 import logging
+import socket
+import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.metrics_core import (
@@ -37,6 +42,8 @@ from prometheus_client.metrics_core import (
     HistogramMetricFamily,
     Metric,
 )
+
+from meshmq.metrics_access import MetricsTls, ScrapeAccess, guarded
 
 if TYPE_CHECKING:
     from meshmq.config.models import MetricsSettings
@@ -178,10 +185,14 @@ class MetricsEndpoint:
 
     Make it with `serving()` on the service's event loop; `url` is "" when not served."""
 
-    def __init__(self, settings: MetricsSettings | None, *, service: str, node: str) -> None:
+    def __init__(self, settings: MetricsSettings | None, *, service: str, node: str,
+                 access: ScrapeAccess | None = None, tls: MetricsTls | None = None) -> None:
         self.settings = settings
         self.service = service
         self.node = node
+        # With security enabled: who may scrape, and the certificate to serve HTTPS with (metrics_access.py).
+        self._access = access
+        self._tls = tls
         self.registry = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=self.registry)
         self._fills: dict[str, Fill] = {"service": self._info}
@@ -205,16 +216,34 @@ class MetricsEndpoint:
         self._fills.pop(key, None)
 
     def start(self) -> str:
-        """Listen (blocking bind; port 0 picks one) and serve on a thread; the URL of /metrics."""
-        from prometheus_client import start_http_server
+        """Listen (blocking bind; port 0 picks one) and serve on a thread; the URL of /metrics.
+
+        prometheus_client's exposition app, on its threading WSGI server, behind
+        the scrape access check and with TLS when those are given."""
+        from prometheus_client.exposition import make_wsgi_app
 
         host, port = self.settings.host, self.settings.port
+        app = make_wsgi_app(self.registry)
+        if self._access is not None:
+            app = guarded(app, self._access)
         try:
-            self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+            server = _server(host, port, app)
         except OSError as exc:
             raise OSError(f"metrics: cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        if self._tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            try:
+                context.load_cert_chain(self._tls.cert_path, self._tls.key_path)
+            except (OSError, ssl.SSLError) as exc:
+                server.server_close()
+                raise OSError(f"metrics: cannot serve TLS with {self._tls.cert_path}: {exc}") from exc
+            # The handshake runs in the request's thread, so a silent client holds up no one else.
+            server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name=f"metrics-{self.service}", daemon=True)
+        self._thread.start()
         shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{self._server.server_port}/metrics"
+        self.url = f"{'https' if self._tls else 'http'}://{shown}:{server.server_port}/metrics"
         return self.url
 
     async def close(self) -> None:
@@ -228,11 +257,32 @@ class MetricsEndpoint:
         await asyncio.to_thread(thread.join, 5)
 
 
+def _server(host: str, port: int, app) -> WSGIServer:
+    """prometheus_client's threading WSGI server on (host, port), logging nothing per request."""
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    class Server(ThreadingWSGIServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        def handle_error(self, request, client_address) -> None:
+            # A client that went away, or spoke plain HTTP to HTTPS: not worth a traceback on stderr.
+            log.debug("metrics: request from %s failed", client_address, exc_info=True)
+
+    return make_server(host, port, app, Server, handler_class=_QuietHandler)
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
 @contextlib.asynccontextmanager
-async def serving(settings: MetricsSettings | None, *, service: str, node: str) -> AsyncIterator[MetricsEndpoint]:
+async def serving(settings: MetricsSettings | None, *, service: str, node: str, access: ScrapeAccess | None = None,
+                  tls: MetricsTls | None = None) -> AsyncIterator[MetricsEndpoint]:
     """A service instance's metrics for the time it runs: served over HTTP when
-    enabled (the URL goes in its ready info as "metrics"), a registry alone otherwise."""
-    endpoint = MetricsEndpoint(settings, service=service, node=node)
+    enabled (the URL goes in its ready info as "metrics"), a registry alone otherwise.
+    `access` and `tls` (metrics_access.py) protect it when the node has security enabled."""
+    endpoint = MetricsEndpoint(settings, service=service, node=node, access=access, tls=tls)
     if settings is not None and settings.enabled:
         endpoint.start()
         log.info("%s metrics at %s", service, endpoint.url)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import GrpcJournalClient, JournalAPI
 from meshmq.metrics import MetricsEndpoint, serving
+from meshmq.metrics_access import ScrapeAccess, metrics_tls
 from meshmq.security.cluster_identity import cluster_metadata
 from meshmq.service_registry import Service
 from meshmq.transport import channel_credentials
@@ -73,8 +74,10 @@ async def _run_node(
     """A router, behind its HA policy's lease when it has one (shared-store):
     a backup stopped by its live's failback waits as a backup again
     (restart-backup), with a journal of its own each time. Its metrics endpoint
-    (`metrics` in the config) serves for as long as this runs, across those runs."""
-    async with serving(config.metrics, service="router", node=config.name) as metrics:
+    (`metrics` in the config) serves for as long as this runs, across those runs,
+    with security enabled only to users who may view the management state."""
+    async with serving(config.metrics, service="router", node=config.name, access=ScrapeAccess.from_config(config),
+                       tls=metrics_tls(config)) as metrics:
         await _run_router(config, metrics, ready_file=ready_file, on_ready=on_ready)
 
 

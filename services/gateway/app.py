@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,10 +12,11 @@ from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 
 from meshmq import __version__
 from meshmq.config.models import BrokerConfig
+from meshmq.metrics_access import ScrapeAccess
 
 from . import api, console, problems
 from .state import GatewayState
@@ -66,8 +68,17 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
         """Answers while the gateway runs (no log-in; routers' health is in /api/v1/nodes)."""
         return Health(status="ok", version=__version__)
 
+    # With security enabled, as on the routers: HTTP Basic of a user with view or manage on the management address.
+    scrape_access = ScrapeAccess.from_config(config)
+
     @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        if scrape_access is not None:
+            peer = request.client.host if request.client else ""
+            # A password check is scrypt (tens of ms): off the event loop.
+            refusal = await asyncio.to_thread(scrape_access.refusal, request.headers.get("authorization", ""), peer)
+            if refusal is not None:
+                return PlainTextResponse(refusal.body, refusal.status, headers=dict(refusal.headers))
         return Response(generate_latest(gw.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.middleware("http")

@@ -280,7 +280,7 @@ async def test_the_gateway_metrics_move_with_its_traffic(stack):
     admin = stack.client("admin")
 
     def requests_total() -> float:
-        text = httpx.get(f"{stack.base}/metrics").text
+        text = httpx.get(f"{stack.base}/metrics", auth=("viewer", "s3cret-viewer")).text
         return sum(s.value for f in text_string_to_metric_families(text) if f.name == "meshmq_gateway_requests"
                    for s in f.samples if s.name.endswith("_total") and s.labels["route"] == "/api/v1/nodes")
 
@@ -288,6 +288,15 @@ async def test_the_gateway_metrics_move_with_its_traffic(stack):
     for _ in range(3):
         admin.get("/api/v1/nodes")
     assert requests_total() == before + 3
+
+
+def test_with_security_the_gateway_metrics_need_a_user_who_may_view(stack):
+    anonymous = httpx.get(f"{stack.base}/metrics")
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Basic ")
+    assert "meshmq_gateway" not in anonymous.text
+    assert httpx.get(f"{stack.base}/metrics", auth=("viewer", "wrong")).status_code == 401
+    ok = httpx.get(f"{stack.base}/metrics", auth=("viewer", "s3cret-viewer"))
+    assert ok.status_code == 200 and "meshmq_gateway_requests" in ok.text
 
 
 def test_without_users_the_gateway_starts_only_in_dev_mode(tmp_path, stack):
