@@ -130,6 +130,12 @@ GATEWAY_SESSION_TIMEOUT: Final = 1_800_000
 # gateway.call-timeout: how long the gateway waits for one router's management call (ms); a router
 # slower than this is shown as down for that page, it does not hold the page.
 GATEWAY_CALL_TIMEOUT: Final = 5_000
+# gateway.max-body-size: the largest request body a logged-in caller may send (bytes); a bigger one is
+# refused with 413 before it is read. The API's bodies are small (a queue to create, a selector of at
+# most 4 KiB), so 1 MiB leaves room and still bounds what one request can make the gateway hold.
+GATEWAY_MAX_BODY_SIZE: Final = 1024 * 1024
+# gateway.max-anonymous-body-size: the same before log-in; the log-in itself is a name and a password.
+GATEWAY_MAX_ANONYMOUS_BODY_SIZE: Final = 16 * 1024
 # gateway.dev-mode: accept well-known default credentials (and, with no users configured, the built-in
 # admin/admin); never on a machine others can reach.
 GATEWAY_DEV_MODE: Final = False

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from meshmq.routing_names import INTERNAL_PREFIX
 
-from .auth import CSRF_HEADER, SESSION_COOKIE, Identity, LoginRefused, same_token
+from .auth import CSRF_HEADER, SESSION_COOKIE, Identity, LoginRefused, same_token, session_key
 from .operations import OperationView
 from .problems import RESPONSES
 from .state import GatewayState
@@ -108,8 +108,7 @@ async def create_token(body: LoginBody, gw: GW) -> TokenView:
 @router.delete("/auth/token", status_code=204, tags=["auth"])
 async def revoke_token(request: Request, gw: GW, who: Annotated[Identity, Depends(identity)]) -> Response:
     """Log out: the bearer token (or the console session) stops working."""
-    auth = request.headers.get("authorization", "")
-    gw.sessions.close(auth[7:].strip() if auth.lower().startswith("bearer ") else request.cookies.get(SESSION_COOKIE))
+    gw.sessions.close(session_key(request))
     return Response(status_code=204)
 
 

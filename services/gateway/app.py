@@ -19,6 +19,7 @@ from meshmq.config.models import BrokerConfig
 from meshmq.metrics_access import ScrapeAccess
 
 from . import api, console, problems
+from .body_limit import BodyLimit
 from .state import GatewayState
 
 
@@ -80,6 +81,12 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
             if refusal is not None:
                 return PlainTextResponse(refusal.body, refusal.status, headers=dict(refusal.headers))
         return Response(generate_latest(gw.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    # The body cap before anything reads a body, inside `measure`: it counts the cap's answers, and
+    # it reads the body through a task group that would wrap the cap's exception in an
+    # ExceptionGroup FastAPI does not answer.
+    app.add_middleware(BodyLimit, sessions=gw.sessions, max_body_size=config.gateway.max_body_size,
+                       max_anonymous_body_size=config.gateway.max_anonymous_body_size)
 
     @app.middleware("http")
     async def measure(request: Request, call_next):

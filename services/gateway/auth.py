@@ -36,6 +36,8 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
+from starlette.requests import Request
+
 from meshmq.config.models import BrokerConfig
 from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
 from meshmq.security.passwords import PasswordChecker
@@ -152,6 +154,12 @@ class Sessions:
         now = time.monotonic()
         for key in [k for k, i in self._by_key.items() if i.expires_at < now]:
             del self._by_key[key]
+
+
+def session_key(request: Request) -> str | None:
+    """The caller's session key: the bearer token, else the console's session cookie."""
+    auth = request.headers.get("authorization", "")
+    return auth[7:].strip() if auth.lower().startswith("bearer ") else request.cookies.get(SESSION_COOKIE)
 
 
 def same_token(given: str | None, expected: str) -> bool:

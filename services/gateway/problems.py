@@ -98,7 +98,8 @@ def install(app) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException):
-        reason = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}.get(exc.status_code, "")
+        reason = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  413: "BODY_TOO_LARGE"}.get(exc.status_code, "")
         response = problem(exc.status_code, str(exc.detail), str(exc.detail), reason)
         for key, value in (exc.headers or {}).items():
             response.headers[key] = value
