@@ -17,6 +17,7 @@ from meshmq.routing_names import INTERNAL_PREFIX
 
 from .auth import CSRF_HEADER, SESSION_COOKIE, Identity, LoginRefused, same_token, session_key
 from .operations import OperationView
+from .paths import ADDRESS, NODE, QUEUE
 from .problems import RESPONSES
 from .state import GatewayState
 from .views import (
@@ -152,7 +153,7 @@ async def ha(gw: GW, who: Viewer) -> HaView:
     return HaView(groups=cluster.ha_groups, quorums=cluster.quorums, coordinator_problem=cluster.coordinator_problem)
 
 
-@router.get("/nodes/{node}", response_model=NodeDetail, tags=["cluster"])
+@router.get(f"/nodes/{NODE}", response_model=NodeDetail, tags=["cluster"])
 async def node_detail(node: str, gw: GW, who: Viewer) -> NodeDetail:
     view, admin = await _on_node(gw, who, node)
     addresses, queues, st = await admin.list_addresses(), await admin.list_queues(), await admin.cluster_state()
@@ -181,13 +182,13 @@ async def addresses(gw: GW, who: Viewer, node: str | None = None) -> list[Addres
     return await gw.gather.addresses(who.metadata, node)
 
 
-@router.post("/nodes/{node}/addresses", status_code=201, response_model=AddressView, tags=["addresses"])
+@router.post(f"/nodes/{NODE}/addresses", status_code=201, response_model=AddressView, tags=["addresses"])
 async def create_address(node: str, body: CreateAddressBody, gw: GW, who: Manager) -> AddressView:
     view, admin = await _on_node(gw, who, node)
     return address_view(view.name, await admin.create_address(body.name, routing_types=tuple(body.routing_types)))
 
 
-@router.delete("/nodes/{node}/addresses/{address}", response_model=Removed, tags=["addresses"])
+@router.delete(f"/nodes/{NODE}/addresses/{ADDRESS}", response_model=Removed, tags=["addresses"])
 async def delete_address(node: str, address: str, gw: GW, who: Manager, force: bool = False) -> Removed:
     """Refused while the address has queues, unless `force` (its queues and their messages go too)."""
     _, admin = await _on_node(gw, who, node)
@@ -234,7 +235,7 @@ async def _on_node(gw: GatewayState, who: Identity, node: str):
     return view, gw.directory.admin(member.connector, who.metadata)
 
 
-@router.post("/nodes/{node}/queues", status_code=201, response_model=QueueView, tags=["queues"])
+@router.post(f"/nodes/{NODE}/queues", status_code=201, response_model=QueueView, tags=["queues"])
 async def create_queue(node: str, body: CreateQueueBody, gw: GW, who: Manager) -> QueueView:
     view, admin = await _on_node(gw, who, node)
     q = await admin.create_queue(body.name, address=body.address or body.name, routing_type=body.routing_type,
@@ -242,7 +243,7 @@ async def create_queue(node: str, body: CreateQueueBody, gw: GW, who: Manager) -
     return queue_view(view.name, q)
 
 
-@router.get("/nodes/{node}/queues/{queue}", response_model=QueueView, tags=["queues"])
+@router.get(f"/nodes/{NODE}/queues/{QUEUE}", response_model=QueueView, tags=["queues"])
 async def get_queue(node: str, queue: str, gw: GW, who: Viewer) -> QueueView:
     view, admin = await _on_node(gw, who, node)
     q = await admin.queue(queue)
@@ -251,34 +252,34 @@ async def get_queue(node: str, queue: str, gw: GW, who: Viewer) -> QueueView:
     return queue_view(view.name, q)
 
 
-@router.delete("/nodes/{node}/queues/{queue}", response_model=Removed, tags=["queues"])
+@router.delete(f"/nodes/{NODE}/queues/{QUEUE}", response_model=Removed, tags=["queues"])
 async def delete_queue(node: str, queue: str, gw: GW, who: Manager, force: bool = False) -> Removed:
     """Refused while consumers are attached, unless `force` (they are closed)."""
     _, admin = await _on_node(gw, who, node)
     return Removed(messages_removed=await admin.delete_queue(queue, force=force))
 
 
-@router.post("/nodes/{node}/queues/{queue}/purge", response_model=Removed, tags=["queues"])
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/purge", response_model=Removed, tags=["queues"])
 async def purge_queue(node: str, queue: str, gw: GW, who: Manager) -> Removed:
     """Remove every waiting message (those being delivered stay with their consumers)."""
     _, admin = await _on_node(gw, who, node)
     return Removed(messages_removed=await admin.purge_queue(queue))
 
 
-@router.post("/nodes/{node}/queues/{queue}/pause", response_model=QueueView, tags=["queues"])
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/pause", response_model=QueueView, tags=["queues"])
 async def pause_queue(node: str, queue: str, gw: GW, who: Manager) -> QueueView:
     """Stop delivering (messages still arrive) until resumed."""
     view, admin = await _on_node(gw, who, node)
     return queue_view(view.name, await admin.pause_queue(queue))
 
 
-@router.post("/nodes/{node}/queues/{queue}/resume", response_model=QueueView, tags=["queues"])
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/resume", response_model=QueueView, tags=["queues"])
 async def resume_queue(node: str, queue: str, gw: GW, who: Manager) -> QueueView:
     view, admin = await _on_node(gw, who, node)
     return queue_view(view.name, await admin.resume_queue(queue))
 
 
-@router.get("/nodes/{node}/queues/{queue}/messages", response_model=BrowseView, tags=["queues"])
+@router.get(f"/nodes/{NODE}/queues/{QUEUE}/messages", response_model=BrowseView, tags=["queues"])
 async def browse(node: str, queue: str, gw: GW, who: Viewer,
                  offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
                  limit: Annotated[int, Query(ge=1, le=1000)] = 50,
@@ -291,7 +292,7 @@ async def browse(node: str, queue: str, gw: GW, who: Viewer,
                       messages=[message_view(m) for m in page.messages])
 
 
-@router.get("/nodes/{node}/queues/{queue}/consumers", response_model=list[ConsumerView], tags=["queues"])
+@router.get(f"/nodes/{NODE}/queues/{QUEUE}/consumers", response_model=list[ConsumerView], tags=["queues"])
 async def consumers(node: str, queue: str, gw: GW, who: Viewer) -> list[ConsumerView]:
     view, admin = await _on_node(gw, who, node)
     return [ConsumerView(node=view.name, queue=c.queue, session_id=c.session_id, consumer_id=c.consumer_id,
@@ -315,7 +316,7 @@ class RetryBody(BaseModel):
     message_id: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0
 
 
-@router.post("/nodes/{node}/queues/{queue}/move", status_code=202, response_model=OperationView, tags=["operations"])
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/move", status_code=202, response_model=OperationView, tags=["operations"])
 async def move(node: str, queue: str, body: MoveBody, gw: GW, who: Manager) -> OperationView:
     """Move waiting messages to another queue of the same node; follow it at /api/v1/operations/{id}."""
     view, admin = await _on_node(gw, who, node)
@@ -325,7 +326,7 @@ async def move(node: str, queue: str, body: MoveBody, gw: GW, who: Manager) -> O
                                                 on_progress=on_progress))
 
 
-@router.post("/nodes/{node}/queues/{queue}/retry", status_code=202, response_model=OperationView, tags=["operations"])
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/retry", status_code=202, response_model=OperationView, tags=["operations"])
 async def retry(node: str, queue: str, gw: GW, who: Manager, body: Annotated[RetryBody, Body()] = RetryBody()
                 ) -> OperationView:
     """Send dead letters (or expired messages) back to the queue they came from, or, where it is

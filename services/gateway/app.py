@@ -20,6 +20,7 @@ from meshmq.metrics_access import ScrapeAccess
 
 from . import api, console, problems
 from .body_limit import BodyLimit
+from .paths import RawPathRouting
 from .state import GatewayState
 
 
@@ -82,9 +83,10 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
                 return PlainTextResponse(refusal.body, refusal.status, headers=dict(refusal.headers))
         return Response(generate_latest(gw.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    # The body cap before anything reads a body, inside `measure`: it counts the cap's answers, and
-    # it reads the body through a task group that would wrap the cap's exception in an
-    # ExceptionGroup FastAPI does not answer.
+    # Routing on the path as sent (paths.py), and the body cap before anything reads a body.
+    # Both inside `measure`: it counts their answers, and it reads the body through a task
+    # group that would wrap the cap's exception in an ExceptionGroup FastAPI does not answer.
+    app.add_middleware(RawPathRouting)
     app.add_middleware(BodyLimit, sessions=gw.sessions, max_body_size=config.gateway.max_body_size,
                        max_anonymous_body_size=config.gateway.max_anonymous_body_size)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 import secrets
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -22,6 +22,7 @@ from meshmq.errors import MeshMQError
 
 from .api import node_detail, search_queues
 from .auth import CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, Identity, LoginRefused, same_token
+from .paths import ADDRESS, NODE, QUEUE, segment
 from .state import GatewayState
 from .topology_svg import HEIGHT, WIDTH, layout
 from .views import NodeDown, NodeNotFound, message_view, queue_view
@@ -43,6 +44,8 @@ def _when(ms: int) -> str:
 
 templates.env.filters["duration"] = _duration
 templates.env.filters["when"] = _when
+# A name in a link's path: urlencode would leave its `/` as a separator.
+templates.env.filters["segment"] = segment
 
 router = APIRouter(include_in_schema=False)
 QUEUE_SORTS = {"node", "name", "address", "message_count", "consumers", "messages_added", "messages_acknowledged",
@@ -144,7 +147,7 @@ async def topology_fragment(request: Request) -> Response:
     return templates.TemplateResponse(request, "topology.html", await _topology_context(_gw(request), who))
 
 
-@router.get("/nodes/{node}")
+@router.get(f"/nodes/{NODE}")
 async def node_page(request: Request, node: str) -> Response:
     who = _who(request)
     if who is None:
@@ -156,23 +159,23 @@ async def node_page(request: Request, node: str) -> Response:
     return _page(request, "node.html", who, detail=detail)
 
 
-@router.post("/nodes/{node}/addresses")
+@router.post(f"/nodes/{NODE}/addresses")
 async def create_address(request: Request, node: str) -> Response:
     async def run(admin, form):
         types = tuple(t for t in ("anycast", "multicast") if form.get(t)) or ("anycast",)
         await admin.create_address(form.get("name", ""), routing_types=types)
         return f"address {form.get('name')} created"
 
-    return await _operate(request, node, f"/nodes/{quote(node)}", run)
+    return await _operate(request, node, f"/nodes/{segment(node)}", run)
 
 
-@router.post("/nodes/{node}/addresses/{address}/delete")
+@router.post(f"/nodes/{NODE}/addresses/{ADDRESS}/delete")
 async def delete_address(request: Request, node: str, address: str) -> Response:
     async def run(admin, form):
         await admin.delete_address(address, force=False)
         return f"address {address} deleted"
 
-    return await _operate(request, node, f"/nodes/{quote(node)}", run)
+    return await _operate(request, node, f"/nodes/{segment(node)}", run)
 
 
 # --- queues ---------------------------------------------------------------------------
@@ -224,7 +227,7 @@ async def create_queue(request: Request) -> Response:
     return await _operate(request, node, "/queues", run, form=form)
 
 
-@router.get("/nodes/{node}/queues/{queue}")
+@router.get(f"/nodes/{NODE}/queues/{QUEUE}")
 async def queue_page(request: Request, node: str, queue: str, offset: int = 0, filter: str = "",
                      operation: str = "") -> Response:
     who = _who(request)
@@ -256,9 +259,9 @@ async def operation_fragment(request: Request, op_id: str) -> Response:
     return templates.TemplateResponse(request, "operation.html", {"operation": op})
 
 
-@router.post("/nodes/{node}/queues/{queue}/{action}")
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/{{action}}")
 async def queue_action(request: Request, node: str, queue: str, action: str) -> Response:
-    page = f"/nodes/{quote(node)}/queues/{quote(queue)}"
+    page = f"/nodes/{segment(node)}/queues/{segment(queue)}"
     gw = _gw(request)
 
     async def run(admin, form):

@@ -5,6 +5,7 @@ problem+json errors, a router that is down, CSRF on cookie sessions, metrics."""
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -211,6 +212,49 @@ async def test_addresses_are_created_and_deleted_and_a_busy_one_needs_force(stac
     assert admin.delete("/api/v1/nodes/node/addresses/gw.events", params={"force": True}).json() == {
         "messages_removed": 2}
     assert "gw.events" not in [a["name"] for a in admin.get("/api/v1/addresses").json()]
+
+
+# Names holding what a URL reserves; each travels as one percent-encoded path segment
+# ("gw%2Fliteral" has a real percent sign: decoded once, it must not turn into a slash).
+AWKWARD_NAMES = ("gw/orders/eu", "gw%2Fliteral", "gw?q=1", "gw#frag", "gw with space")
+
+
+async def test_queues_and_addresses_named_with_reserved_url_characters_are_read_purged_and_deleted(stack):
+    admin = stack.client("admin")
+    for name in AWKWARD_NAMES:
+        r = admin.post("/api/v1/nodes/node/queues", json={"name": name})
+        assert r.status_code == 201 and r.json()["name"] == name, r.text
+        await _send(stack.sdk_url, name, [b"one", b"two"])
+    for name in AWKWARD_NAMES:
+        path = f"/api/v1/nodes/node/queues/{quote(name, safe='')}"
+        q = admin.get(path)
+        assert q.status_code == 200 and (q.json()["name"], q.json()["message_count"]) == (name, 2), q.text
+        assert admin.get(f"{path}/messages").json()["total"] == 2
+        assert admin.post(f"{path}/purge").json() == {"messages_removed": 2}
+        assert admin.delete(path).status_code == 200
+        _problem(admin.get(path), 404)
+    created = admin.post("/api/v1/nodes/node/addresses", json={"name": "gw/events"})
+    assert created.status_code == 201, created.text
+    assert admin.delete(f"/api/v1/nodes/node/addresses/{quote('gw/events', safe='')}").json() == {
+        "messages_removed": 0}
+    assert "gw/events" not in [a["name"] for a in admin.get("/api/v1/addresses").json()]
+
+
+async def test_the_console_links_to_a_queue_whose_name_has_a_slash_and_purges_it(stack):
+    admin = stack.client("admin")
+    admin.post("/api/v1/nodes/node/queues", json={"name": "gw/console"})
+    await _send(stack.sdk_url, "gw/console", [b"one"])
+    browser = _console_login(stack, "admin", "s3cret-admin")
+    table = browser.get("/queues", params={"search": "gw/console"}).text
+    link = re.search(r'<a href="(/nodes/node/queues/[^"]+)">gw/console</a>', table).group(1)
+    assert link == "/nodes/node/queues/gw%2Fconsole", table
+    page = browser.get(link)
+    assert page.status_code == 200 and '<dd id="message-count">1</dd>' in page.text, page.text
+    purge = re.search(r'<form method="post" action="([^"]+/purge)"><input type="hidden" name="csrf_token" '
+                      r'value="([^"]+)"', page.text)
+    r = browser.post(purge.group(1), data={"csrf_token": purge.group(2)})
+    assert r.status_code == 303 and r.headers["location"].startswith(link + "?done="), r.headers
+    assert admin.get("/api/v1/nodes/node/queues/gw%2Fconsole").json()["message_count"] == 0
 
 
 def test_a_node_shows_its_event_log_through_the_api_and_the_console(stack):
