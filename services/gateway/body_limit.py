@@ -8,7 +8,8 @@ reading a byte of it, and counts the chunks of a body sent without one
 (chunked), stopping at the limit. The limit is `gateway.max-body-size` for a
 caller with a live session (a bearer token or the console's cookie) and the
 much smaller `gateway.max-anonymous-body-size` for everyone else: before
-log-in the only body worth sending is a name and a password.
+log-in the only body worth sending is a name and a password. (Starlette's own
+`max_body_size` has one limit for every caller and answers in plain text.)
 
 The refusal is a 413 problem naming the limit and the key that sets it, with
 `Connection: close`, so the server drops the connection instead of reading
