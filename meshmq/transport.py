@@ -320,7 +320,7 @@ def add_servicer(server: grpc.aio.Server, servicer, service: ServiceDescriptor) 
 
 
 _refusal_log = RateLimitedLog(logging.getLogger("meshmq.transport"))
-# How long a refusal on a request stream waits for the first message (see _refusing).
+# How long a refusal on a request stream reads (and drops) what the caller sends (see _refusing).
 REFUSAL_READ_WAIT_S = 1.0
 
 
@@ -410,6 +410,9 @@ class ClusterIdentityCheck(CallerCheck):
         return self._readers is not None and method in self._read_methods and self._readers(metadata)
 
     def needs(self, method: str) -> str:
+        if self._password is None:
+            return ("the cluster credential, but has no cluster-password to check it against: with "
+                    "security-enabled true it takes no calls from other nodes")
         needs = "the cluster credential (cluster-user / cluster-password)"
         if self._readers is not None and method in self._read_methods:
             needs += " or a user's username and password"
@@ -419,11 +422,14 @@ class ClusterIdentityCheck(CallerCheck):
 def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc.RpcMethodHandler:
     """A handler of the same kind as `handler` that refuses the call unread.
 
-    On a request stream it first waits (briefly) for the caller's first
-    message to arrive, bytes unparsed: grpcio's asyncio client reports a
-    status that lands before its own first write completes as ``INTERNAL:
-    Internal error from Core`` instead of ours (grpc/grpc#36066), and a
-    refused caller must see ``UNAUTHENTICATED`` with the reason.
+    On a request stream it first drops what the caller sends, bytes unparsed,
+    until the caller half-closes or for REFUSAL_READ_WAIT_S at most: grpcio's
+    asyncio client reports a status that lands while one of its writes (a
+    message or the half-close) is in flight as ``INTERNAL: Internal error from
+    Core`` instead of ours (grpc/grpc#36066). Answering after the first message
+    only was not enough: under 20 concurrent refused links, those that had sent
+    a second message or not yet half-closed got INTERNAL. A refused caller must
+    see ``UNAUTHENTICATED`` with the reason.
     """
 
     async def refuse(request, context: grpc.aio.ServicerContext) -> None:
@@ -432,12 +438,18 @@ def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc
         _refusal_log.warning("refused %s from %s: %s", method, context.peer(), message)
         if handler.request_streaming:
             with contextlib.suppress(Exception):
-                await wait_for(anext(aiter(request), None), REFUSAL_READ_WAIT_S)
+                await wait_for(_drain(request), REFUSAL_READ_WAIT_S)
         await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{method}: {message}"))
 
     factory = _HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]
     # No request deserializer: bytes from a stranger are not parsed.
     return factory(refuse, request_deserializer=None, response_serializer=handler.response_serializer)
+
+
+async def _drain(requests) -> None:
+    """Read a request stream to its end, dropping every message."""
+    async for _ in requests:
+        pass
 
 
 async def read_hello(request_iterator, context: grpc.aio.ServicerContext, what: str):

@@ -210,8 +210,7 @@ async def _replicating_run(config: BrokerConfig, *, ready_file: str | None, on_r
         # backup, or — classic — to its master failing back).
         journal = ReplicatingJournal(
             journal_for(config, metrics), config.journal_file(), node_name=config.name,
-            group_name=role.group_name, cluster_user=config.cluster_user,
-            cluster_password=config.cluster_password, security_enabled=config.security_enabled,
+            group_name=role.group_name,
             sync_timeout_ms=role.initial_replication_sync_timeout,
             ack_timeout_s=activation.ack_timeout_s, mark_in_sync=activation.mark_in_sync,
             forget_replica=activation.forget_copy,

@@ -1368,7 +1368,7 @@ class BrokerConfig(_Model):
                                                    "(docs/security.md, \"Cluster identity\")")])
         if self.security_enabled and self.cluster_password is None and self.cluster_connections:
             # Links carry messages past users and security-settings: a secured
-            # node takes none without a credential to check (ClusterServicer).
+            # node takes none without a credential to check (services/router/server.py).
             _raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
                                                    f"cluster-connections ({', '.join(self.cluster_connections)}): "
                                                    "a secured node takes no cluster link without it "

@@ -43,7 +43,7 @@ import grpc
 from meshmq.aio import wait_for
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
-from meshmq.transport import has_cluster_credential, read_hello
+from meshmq.transport import read_hello
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
 from meshmq.v1 import replication_pb2_grpc as rgrpc
@@ -104,7 +104,6 @@ class _Replica:
 
 class ReplicatingJournal(rgrpc.ReplicationServicer):
     def __init__(self, inner: JournalAPI, sqlite_path: Path, *, node_name: str, group_name: str | None,
-                 cluster_user: str, cluster_password: str | None, security_enabled: bool,
                  sync_timeout_ms: int, ack_timeout_s: float,
                  mark_in_sync: Callable[[str], Awaitable[bool]], forget_replica: Callable[[str], Awaitable[bool]],
                  coordination_id: Callable[[], str], on_fenced: Callable[[str], None],
@@ -115,9 +114,6 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._path = sqlite_path
         self._node_name = node_name
         self._group = group_name or ""
-        self._user, self._password = cluster_user, cluster_password
-        # A copy of the store holds every message: with security on, only the cluster may take one.
-        self._closed = security_enabled and cluster_password is None
         self._sync_timeout = sync_timeout_ms / 1000
         self._ack_timeout = ack_timeout_s
         self._mark_in_sync = mark_in_sync
@@ -240,12 +236,8 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
     # ------------------------------------------------------------ the backup's stream
 
     async def Attach(self, request_iterator, context: grpc.aio.ServicerContext):
-        metadata = dict(context.invocation_metadata() or ())
-        if self._closed or (self._password is not None
-                            and not has_cluster_credential(metadata, self._user, self._password)):
-            await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"node {self._node_name} refused a "
-                                                  "backup: wrong or missing cluster credential"))
-            return
+        # A copy of the store holds every message: the router admitted only a caller with the
+        # cluster credential (ClusterIdentityCheck, services/router/server.py).
         opened = await read_hello(request_iterator, context, "a backup's stream")
         if opened is None:
             return

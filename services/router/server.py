@@ -109,9 +109,10 @@ class BrokerServicer(bgrpc.BrokerServicer):
             session.out.put_nowait(None)
 
 
-# Methods that check the cluster credential themselves (other nodes call them, not users):
+# Methods that take the cluster credential instead of a user's (other nodes call them, not users):
 # links, quorum votes and what classic replication asks the lives, a colocated live's backup
-# request, and a backup's replication stream.
+# request, and a backup's replication stream. All are checked by one ClusterIdentityCheck before
+# they run, so a refused caller gets UNAUTHENTICATED (never INTERNAL) and the log one line per 10 s.
 QUORUM_METHODS = ("/meshmq.v1.Cluster/Vote", "/meshmq.v1.Cluster/ForgetCopy", "/meshmq.v1.Cluster/Members",
                   "/meshmq.v1.Cluster/RequestBackup")
 CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach")
@@ -164,9 +165,10 @@ class RouterNode:
         checks: list = [UserCheck(auth.identify, service=f"router {self.config.name}",
                                   own_check=CLUSTER_CREDENTIAL_METHODS)] if auth.enabled else []
         if self.config.cluster_password is not None or self.config.security_enabled:
-            # The quorum calls are unary: refused here, before their request is even decoded.
+            # Other nodes' calls take the cluster credential instead, checked here too.
             checks.append(ClusterIdentityCheck(self.config.cluster_user, self.config.cluster_password,
-                                               service=f"router {self.config.name}", only_methods=QUORUM_METHODS))
+                                               service=f"router {self.config.name}",
+                                               only_methods=CLUSTER_CREDENTIAL_METHODS))
         self.server = grpc.aio.server(options=server_options(max_receive=MAX_CLIENT_FRAME), interceptors=checks)
         authorizer = Authorizer.from_config(self.config)
         plain = [u.username for u in self.config.users if not is_hashed(u.password)]
@@ -187,9 +189,8 @@ class RouterNode:
         )
         live_only = self.config.ha_policy.live_only
         sd = live_only.scale_down if live_only is not None else None  # told even when this node's own is disabled
-        self.links = ClusterServicer(self.broker, self.config.cluster_user, self.config.cluster_password,
-                                     members=self.cluster.members, group_name=sd.group_name or "" if sd else "",
-                                     security_enabled=self.config.security_enabled,
+        self.links = ClusterServicer(self.broker, members=self.cluster.members,
+                                     group_name=sd.group_name or "" if sd else "",
                                      linked_from=self.cluster.linked_from,
                                      backup_requests=self._backup_requests)
         add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])

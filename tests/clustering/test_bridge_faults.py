@@ -130,7 +130,8 @@ async def test_a_wrong_cluster_password_refuses_the_link_with_a_clear_log_line_o
         return "cluster credential" in b.problem
     await eventually(refused, 20, "A's link to be refused")
     assert (await cluster_state(cluster["A"])).remote_bindings == []
-    await eventually(lambda: "refused a cluster link from" in cluster["B"].log_path.read_text(), 10, "B's log line")
+    await eventually(lambda: "refused /meshmq.v1.Cluster/Link from" in cluster["B"].log_path.read_text(), 10,
+                     "B's log line")
     assert "link to" in cluster["A"].log_path.read_text() and "refused" in cluster["A"].log_path.read_text()
 
 

@@ -9,6 +9,8 @@ received after a restart."""
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import sys
 import subprocess
 import time
@@ -266,3 +268,43 @@ async def test_a_secured_router_tells_only_the_cluster_which_lives_it_sees(nodes
         assert [m.node_name for m in reply.members] == ["secured"]
     finally:
         await channel.close()
+
+
+@pytest.mark.parametrize("config", [
+    f"cluster-password: {SECRET}\n",  # security off: the links alone are guarded
+    UNSECURED_LINKS + f"cluster-password: {SECRET}\n",
+], ids=["cluster-password", "security-and-cluster-password"])
+async def test_many_concurrent_refused_links_all_get_unauthenticated_and_a_few_log_lines(nodes, config):
+    """Issue 26: 300 links without the credential, 20 at a time. Each sends its
+    hello and a batch and hangs up, the way a forger's client does; every one is answered
+    UNAUTHENTICATED with the reason (the link's own check used to abort before
+    reading, and grpcio's client turned ~half of those into INTERNAL), and the
+    router's log says so once per 10 s with a count, not 300 ERROR lines."""
+    from meshmq.v1 import cluster_pb2 as cpb
+
+    router = nodes.router("target", extra=config)
+    hello = cpb.LinkRequest(hello=cpb.LinkHello(cluster_connection="x", node_id="forger", node_name="forger"))
+    batch = cpb.LinkRequest(forward=cpb.ForwardBatch(batch_id=1))
+    channel = open_channel(router.endpoint)
+    link = channel.stream_stream("/meshmq.v1.Cluster/Link", request_serializer=cpb.LinkRequest.SerializeToString,
+                                 response_deserializer=cpb.LinkResponse.FromString)
+    answers: list[tuple] = []
+    gate = asyncio.Semaphore(20)
+
+    async def one() -> None:
+        async with gate:
+            try:
+                async for _ in link(iter([hello, batch]), timeout=20):
+                    pass
+                answers.append(("answered",))
+            except grpc.aio.AioRpcError as exc:
+                answers.append((exc.code(), dict(exc.trailing_metadata() or ()).get(REASON_METADATA_KEY)))
+
+    try:
+        await asyncio.gather(*(one() for _ in range(300)))
+    finally:
+        await channel.close()
+    assert collections.Counter(answers) == {UNAUTHENTICATED: 300}
+    refusals = [line for line in router.log_path.read_text().splitlines() if ": refused " in line]
+    assert 1 <= len(refusals) <= 3, refusals
+    assert "/meshmq.v1.Cluster/Link" in refusals[0] and "cluster credential" in refusals[0]

@@ -1,7 +1,7 @@
 """The target end of links: the router's `Cluster` gRPC service.
 
-For each link: check the caller's cluster credential (when cluster-password
-is set), welcome it, offer this node's bindings — its own queues and the
+For each link (its caller's cluster credential was checked before it runs,
+by the router's ClusterIdentityCheck: services/router/server.py): welcome it, offer this node's bindings — its own queues and the
 remote ones it reaches, up to the source's max-hops, never the source's own —
 and offer them again whenever they change; take forwarded batches, route each
 message to the bindings the source chose, and confirm the batch once it is
@@ -22,7 +22,7 @@ import grpc
 
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.routing_names import INTERNAL_PREFIX
-from meshmq.transport import has_cluster_credential, read_hello
+from meshmq.transport import read_hello
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 
@@ -98,23 +98,19 @@ BackupRequests = Callable[[cpb.BackupRequest], Awaitable[cpb.BackupReply]]
 
 
 class ClusterServicer(cgrpc.ClusterServicer):
-    def __init__(self, broker: Broker, cluster_user: str, cluster_password: str | None,
-                 members: Callable[[], list[cpb.ClusterMember]] = list, group_name: str = "",
-                 security_enabled: bool = False,
-                 linked_from: Callable[[cpb.LinkHello], None] = lambda hello: None,
+    """Every method here is for other nodes only: the router refuses a caller
+    without the cluster credential before any of them runs."""
+
+    def __init__(self, broker: Broker, members: Callable[[], list[cpb.ClusterMember]] = list,
+                 group_name: str = "", linked_from: Callable[[cpb.LinkHello], None] = lambda hello: None,
                  backup_requests: BackupRequests | None = None) -> None:
         self.broker = broker
-        # A link puts messages into any queue past users and security-settings:
-        # with security on and no cluster password to check, nobody may open one.
-        self._closed = security_enabled and cluster_password is None
         # This node's scale-down group-name, told to every link (a scaling-down node checks it).
         self._group_name = group_name
         # This node and the nodes it links to (ClusterConnections.members), offered with the bindings.
         self._members = members
         # Told of every link opened to this node (ClusterConnections.linked_from: it may link back).
         self._linked_from = linked_from
-        self._user = cluster_user
-        self._password = cluster_password
         self.links: dict[str, cpb.LinkHello] = {}
         self._outs: set[asyncio.Queue] = set()
         # Copies of each live's store its live declared stale (classic replication votes refuse them),
@@ -129,23 +125,7 @@ class ClusterServicer(cgrpc.ClusterServicer):
         for out in self._outs:
             out.put_nowait(None)
 
-    def _refusal(self, context: grpc.aio.ServicerContext, what: str) -> BrokerError | None:
-        """Why a caller without the cluster credential may not open `what` (None: it may)."""
-        if self._closed:
-            return BrokerError(Reason.UNAUTHENTICATED, f"node {self.broker.name} takes no {what}: security-enabled "
-                                                       "is true and no cluster-password is set")
-        metadata = dict(context.invocation_metadata() or ())
-        if self._password is not None and not has_cluster_credential(metadata, self._user, self._password):
-            log.error("refused a %s from %s: wrong or missing cluster credential (cluster-user / "
-                      "cluster-password must be the same on every node)", what, context.peer())
-            return BrokerError(Reason.UNAUTHENTICATED, f"node {self.broker.name} refused the {what}: wrong or "
-                                                       "missing cluster credential (cluster-user / cluster-password)")
-        return None
-
     async def Vote(self, request: cpb.VoteRequest, context: grpc.aio.ServicerContext) -> cpb.VoteReply:
-        refused = self._refusal(context, "quorum vote")
-        if refused is not None:
-            await abort_with(context, refused)
         if not request.target_node_id:
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a vote needs target_node_id"))
         reply = answer_vote(request, self._members(), self._stale.get(request.target_node_id, ()))
@@ -160,15 +140,9 @@ class ClusterServicer(cgrpc.ClusterServicer):
         return reply
 
     async def Members(self, request: cpb.MembersRequest, context: grpc.aio.ServicerContext) -> cpb.MembersReply:
-        refused = self._refusal(context, "members request")
-        if refused is not None:
-            await abort_with(context, refused)
         return cpb.MembersReply(node_id=self.broker.node_id, members=self._members())
 
     async def RequestBackup(self, request: cpb.BackupRequest, context: grpc.aio.ServicerContext) -> cpb.BackupReply:
-        refused = self._refusal(context, "backup request")
-        if refused is not None:
-            await abort_with(context, refused)
         if not request.node_id or not request.kind:
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup request needs node_id and kind"))
         if self._backup_requests is None:
@@ -178,9 +152,6 @@ class ClusterServicer(cgrpc.ClusterServicer):
 
     async def ForgetCopy(self, request: cpb.ForgetCopyRequest, context: grpc.aio.ServicerContext
                          ) -> cpb.ForgetCopyReply:
-        refused = self._refusal(context, "stale-copy notice")
-        if refused is not None:
-            await abort_with(context, refused)
         if not request.target_node_id or not request.copy_id:
             await abort_with(context, BrokerError(Reason.INVALID_REQUEST,
                                                   "ForgetCopy needs target_node_id and copy_id"))
@@ -196,10 +167,6 @@ class ClusterServicer(cgrpc.ClusterServicer):
         return cpb.ForgetCopyReply(node_id=self.broker.node_id, members=self._members(), voted_for_copy=voted)
 
     async def Link(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
-        refused = self._refusal(context, "cluster link")
-        if refused is not None:
-            await abort_with(context, refused)
-            return
         opened = await read_hello(request_iterator, context, "a link")
         if opened is None:
             return
