@@ -23,6 +23,9 @@ MAX_PROPERTY_NAME_LENGTH = 255
 MAX_PROPERTY_VALUE_BYTES = 256 * 1024
 # Everything but the body, encoded: properties, address, ids.
 MAX_HEADER_BYTES = 1024 * 1024
+# What a large message's header may announce as its body (body_size): far beyond any store a node
+# journals to, so only a lie meets it, and it is refused at the header instead of being waited for.
+MAX_LARGE_BODY_BYTES = 2**40
 
 
 def message_problem(m: mpb.Message, encoded_size: int) -> str | None:

@@ -9,7 +9,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from meshmq.aio import wait_for
-from meshmq.errors import MeshMQError, UnblockedError
+from meshmq.errors import InvalidRequestError, MeshMQError, UnblockedError
 from meshmq.v1 import broker_pb2 as bpb
 
 from .message import ReceivedMessage
@@ -234,6 +234,8 @@ class Consumer:
     def grant(self, credits: int) -> None:
         """Grant `credits` bytes explicitly (receive() already asks for one message
         at a time when the consumer window is 0)."""
+        if credits < 1:
+            raise InvalidRequestError(f"credits must be a positive number of bytes, not {credits}")
         self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
     def ack(self, msg: ReceivedMessage) -> None:

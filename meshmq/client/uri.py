@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from meshmq.config.defaults import MAX_WINDOW_SIZE
 from meshmq.errors import InvalidRequestError
 
 SCHEMES = ("meshmq",)
@@ -185,14 +186,14 @@ def parse_options(query: str, base: ClientOptions | None = None) -> ClientOption
         raise InvalidRequestError(
             "URI option confirmationWindowSize must be -1 (no limit on unconfirmed bytes) or a positive number of bytes"
         )
-    if opts.producerWindowSize == 0 or opts.producerWindowSize < -1:
+    if opts.producerWindowSize == 0 or not -1 <= opts.producerWindowSize <= MAX_WINDOW_SIZE:
         raise InvalidRequestError(
-            "URI option producerWindowSize must be -1 (no limit) or a positive number of bytes"
+            f"URI option producerWindowSize must be -1 (no limit) or 1..{MAX_WINDOW_SIZE} bytes"
         )
-    if opts.consumerWindowSize < -1:
+    if not -1 <= opts.consumerWindowSize <= MAX_WINDOW_SIZE:
         raise InvalidRequestError(
             "URI option consumerWindowSize must be -1 (no limit), 0 (no buffering: a message is sent when "
-            "receive asks for one) or a positive number of bytes"
+            f"receive asks for one) or 1..{MAX_WINDOW_SIZE} bytes"
         )
     if opts.reconnectAttempts < -1:
         raise InvalidRequestError("URI option reconnectAttempts must be -1 (forever), 0 or more")

@@ -214,6 +214,9 @@ GLOBAL_MAX_SIZE_CAP: Final = 100 * 1024 * 1024
 MEMORY_LIMIT_ENV: Final = "MESHMQ_MEMORY_LIMIT"
 # producerWindowSize (Artemis's default): bytes a producer may send before the router grants more.
 PRODUCER_WINDOW_SIZE: Final = 1024 * 1024
+# The largest consumerWindowSize or producerWindowSize a client may ask for (Artemis's are Java ints);
+# -1 (no limit) and 0 have their own meanings, anything else below is refused.
+MAX_WINDOW_SIZE: Final = 2**31 - 1
 
 # --- development template (`meshmq up`, like `artemis create`) -------------
 

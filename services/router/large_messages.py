@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from meshmq.errors import BrokerError, Reason
+from meshmq.message_limits import MAX_LARGE_BODY_BYTES
 from meshmq.security.authorization import Permission
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
@@ -73,6 +74,9 @@ class LargeMessageReceiver:
         if self.current is not None:
             raise BrokerError(Reason.INVALID_REQUEST, "a large message is already being sent on this session")
         try:
+            if m.body_size > MAX_LARGE_BODY_BYTES:  # refused now, not after waiting for chunks that never come
+                raise BrokerError(Reason.INVALID_REQUEST, f"large message announces a body of {m.body_size} bytes; "
+                                                          f"the limit is {MAX_LARGE_BODY_BYTES}")
             if access is not None:
                 access.check(Permission.SEND, m.address or default_address)
             msg, claim = self.broker.accept(m, default_address, user)

@@ -5,6 +5,12 @@ the session works only with them, so nothing inside the router depends on the
 wire format's oneof layout. Message payloads (`meshmq.v1.Message`) are kept as
 they arrived: they are what the journal stores and what consumers receive, and
 rebuilding them would cost a copy per message on the hot path.
+
+Values a command cannot mean anything with (a window size of -5, routing
+type 77, no credit at all) are refused here with `InvalidCommand`: reason
+INVALID_REQUEST, naming the value and the producer or consumer it was for,
+answered as a SessionError. The session goes on; only an undecodable frame
+(meshmq/transport.py) or a first request that is not `open` ends it.
 """
 
 from __future__ import annotations
@@ -12,9 +18,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from meshmq.config.defaults import MAX_WINDOW_SIZE
 from meshmq.errors import BrokerError, Reason
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
+
+# The routing types a consumer may name for a queue it creates (0: the default, anycast).
+_ROUTING_TYPES = frozenset(mpb.RoutingType.values())
+
+
+class InvalidCommand(BrokerError):
+    """A request the session refuses (INVALID_REQUEST), answered with the
+    producer or consumer id it named so the client's pending call fails with it."""
+
+    def __init__(self, message: str, *, producer_id: int = 0, consumer_id: int = 0) -> None:
+        super().__init__(Reason.INVALID_REQUEST, message)
+        self.producer_id = producer_id
+        self.consumer_id = consumer_id
+
+
+def _check_window(what: str, size: int, zero: str, **ids: int) -> None:
+    """A window size is -1 (no limit), 0 (`zero`) or 1..MAX_WINDOW_SIZE bytes."""
+    if not -1 <= size <= MAX_WINDOW_SIZE:
+        raise InvalidCommand(f"{what} window_size {size} is out of range: -1 (no limit), 0 ({zero}) or "
+                             f"1..{MAX_WINDOW_SIZE} bytes", **ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +144,11 @@ def _convert(req: bpb.SessionRequest, kind: str):
     if kind == "ack":
         return Acknowledge(req.ack.consumer_id, req.ack.delivery_ids)
     if kind == "flow":
-        return GrantCredits(req.flow.consumer_id, req.flow.credits)
+        f = req.flow
+        if f.credits < 1:
+            raise InvalidCommand(f"flow for consumer {f.consumer_id}: credits {f.credits} must be a positive "
+                                 "number of bytes", consumer_id=f.consumer_id)
+        return GrantCredits(f.consumer_id, f.credits)
     if kind == "large_chunk":
         c = req.large_chunk
         return LargeBodyChunk(c.producer_id, c.batch_id, c.data, c.last)
@@ -125,9 +156,14 @@ def _convert(req: bpb.SessionRequest, kind: str):
         return Reject(req.nack.consumer_id, req.nack.delivery_ids)
     if kind == "create_producer":
         p = req.create_producer
+        _check_window(f"producer {p.producer_id}:", p.window_size, "not given: 1 MiB", producer_id=p.producer_id)
         return CreateProducer(p.producer_id, p.address, p.window_size)
     if kind == "create_consumer":
         c = req.create_consumer
+        _check_window(f"consumer {c.consumer_id}:", c.window_size, "no buffering", consumer_id=c.consumer_id)
+        if c.routing_type not in _ROUTING_TYPES:
+            raise InvalidCommand(f"consumer {c.consumer_id}: unknown routing type {c.routing_type} (ANYCAST 1, "
+                                 "MULTICAST 2, or 0 for anycast)", consumer_id=c.consumer_id)
         return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type)
     if kind == "close_consumer":
         c = req.close_consumer

@@ -34,7 +34,7 @@ from .cluster.scale_down import choose_target, scale_down
 from .event_retention import EventLogStatus, EventRetention
 from .management import ManagementServicer
 from .memory_release import MemoryRelease
-from .requests import open_session, session_command
+from .requests import InvalidCommand, open_session, session_command
 from .routing import ANYCAST, MULTICAST
 from .session import ServerSession
 from .client_topology import ClientTopology
@@ -95,6 +95,8 @@ class BrokerServicer(bgrpc.BrokerServicer):
             async for req in it:
                 try:
                     await session.handle(session_command(req))
+                except InvalidCommand as exc:
+                    session.error(exc, producer_id=exc.producer_id, consumer_id=exc.consumer_id)
                 except BrokerError as exc:
                     session.error(exc)
                 except Exception:

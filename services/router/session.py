@@ -36,6 +36,10 @@ log = logging.getLogger("meshmq.router.session")
 
 # Outgoing frames buffered before a large-message stream waits for the client.
 _HIGH_WATER = 16
+# Consumer ids closed on a session that are remembered: credit, acks and nacks for one of them
+# may still be on their way (the client closed it, or its queue was deleted) and are ignored;
+# an id the session never had is refused.
+CLOSED_CONSUMER_IDS_KEPT = 1024
 DELIVERED = jpb.DELIVERED
 
 
@@ -55,6 +59,7 @@ class ServerSession:
         self._credit: dict[int, int] = {}  # producer id -> bytes the router holds for it while blocked
         self._held: dict[int, HeldSends] = {}  # producers whose sends wait for a blocked address
         self.consumers: dict[int, ServerConsumer] = {}
+        self._closed_consumers: dict[int, None] = {}  # ids, oldest first (CLOSED_CONSUMER_IDS_KEPT)
         self.tx: LocalTransaction | None = LocalTransaction() if transacted else None
         self.large = LargeMessageReceiver(broker)
         self._tail: asyncio.Future | None = None
@@ -328,8 +333,17 @@ class ServerSession:
             self.access.check(Permission.CREATE_ADDRESS, address)
         self.access.check(Permission.CREATE_DURABLE_QUEUE if durable else Permission.CREATE_NON_DURABLE_QUEUE, address)
 
+    def _consumer(self, consumer_id: int, what: str) -> ServerConsumer | None:
+        """The session's consumer `consumer_id`; None for one it closed (what was
+        still on its way for it is ignored); InvalidCommand for one it never had."""
+        c = self.consumers.get(consumer_id)
+        if c is None and consumer_id not in self._closed_consumers:
+            raise rq.InvalidCommand(f"{what} for consumer {consumer_id}, which this session does not have",
+                                    consumer_id=consumer_id)
+        return c
+
     def _on_credits(self, cmd: rq.GrantCredits) -> None:
-        c = self.consumers.get(cmd.consumer_id)
+        c = self._consumer(cmd.consumer_id, "flow credit")
         if c is not None:
             c.grant(cmd.credits)
             self.broker.schedule_dispatch(c.queue)
@@ -409,7 +423,7 @@ class ServerSession:
                 self.broker.schedule_dispatch(c.queue)
 
     def _on_ack(self, cmd: rq.Acknowledge) -> None:
-        c = self.consumers.get(cmd.consumer_id)
+        c = self._consumer(cmd.consumer_id, "acknowledgement")
         if c is None:
             return
         broker = self.broker
@@ -424,7 +438,7 @@ class ServerSession:
                 broker.acknowledge(ref)
 
     def _on_reject(self, cmd: rq.Reject) -> None:
-        c = self.consumers.get(cmd.consumer_id)
+        c = self._consumer(cmd.consumer_id, "negative acknowledgement")
         if c is None:
             return
         for did in cmd.delivery_ids:
@@ -433,7 +447,7 @@ class ServerSession:
                 self.broker.cancel(ref)
 
     def _on_close_consumer(self, cmd: rq.CloseConsumer) -> None:
-        c = self.consumers.get(cmd.consumer_id)
+        c = self._consumer(cmd.consumer_id, "close")
         if c is not None:
             self._close_consumer(c, cmd.last_handed, keep_handed=cmd.keep_handed)
 
@@ -444,6 +458,9 @@ class ServerSession:
         c.closed = True
         if not keep_handed:
             self.consumers.pop(c.id, None)
+            self._closed_consumers[c.id] = None
+            if len(self._closed_consumers) > CLOSED_CONSUMER_IDS_KEPT:
+                del self._closed_consumers[next(iter(self._closed_consumers))]
         q = c.queue
         detached = c in q.consumers
         if detached:
