@@ -310,9 +310,6 @@ class Broker:
         q.deleting = True  # closing its last consumer must not auto-delete it (a temporary queue) under us
         for c in list(q.consumers):
             c.target.queue_deleted(c)
-        if q.deleted:
-            # Its last consumer leaving auto-deleted it (an empty auto-created queue): nothing was left to remove.
-            return 0
         removed = self._remove_waiting(q)
         q.deleted = True
         self.redistribution.forget(q)
