@@ -18,7 +18,7 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 
 import grpc
@@ -102,6 +102,18 @@ def has_cluster_credential(metadata: Mapping[str, str], user: str, password: str
     user_ok = hmac.compare_digest(str(metadata.get(CLUSTER_USER_KEY, "")).encode(), user.encode())
     password_ok = hmac.compare_digest(str(metadata.get(CLUSTER_PASSWORD_KEY, "")).encode(), password.encode())
     return user_ok & password_ok
+
+
+def peer_host(peer: str) -> str:
+    """The address part of a gRPC peer (``ipv4:10.0.0.7:51234`` -> ``10.0.0.7``,
+    ``ipv6:[::1]:5000`` -> ``::1``); other forms (``unix:...``) whole."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0] or rest
+    if kind == "ipv6":
+        host = rest.rpartition(":")[0] if rest.startswith("[") else rest
+        return host.strip("[]") or rest
+    return peer
 
 
 def channel_options(
@@ -364,9 +376,13 @@ class CallerCheck(grpc.aio.ServerInterceptor, abc.ABC):
 
 class UserCheck(CallerCheck):
     """A router with security enabled: every call carries a configured user's
-    username and password (`identify(metadata)` names the user, or None)."""
+    username and password. `identify(metadata, source)` names the user or
+    returns None; it gets the caller's address (`source`, from the call's
+    peer), which only the call's context knows, so the check runs as the first
+    step of the call rather than in the interceptor: a throttled caller waits
+    there (meshmq/security/login_throttle.py), the request still unread."""
 
-    def __init__(self, identify: Callable[[Mapping[str, str]], str | None], *, service: str,
+    def __init__(self, identify: Callable[[Mapping[str, str], str], Awaitable[str | None]], *, service: str,
                  own_check: Collection[str] = ()) -> None:
         self._identify = identify
         self.service = service
@@ -374,10 +390,22 @@ class UserCheck(CallerCheck):
         self._own_check = frozenset(own_check)
 
     def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
-        return method in self._own_check or self._identify(metadata) is not None
+        raise TypeError("UserCheck checks in the call (it needs the caller's address): see intercept_service")
 
     def needs(self, method: str) -> str:
         return "a valid username and password"
+
+    async def intercept_service(self, continuation, handler_call_details: grpc.HandlerCallDetails):
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method in self._own_check:
+            return handler
+        metadata = dict(handler_call_details.invocation_metadata or ())
+
+        async def admitted(context: grpc.aio.ServicerContext) -> bool:
+            return await self._identify(metadata, peer_host(context.peer())) is not None
+
+        return _checked(handler, method, admitted, f"{self.service} requires {self.needs(method)}")
 
 
 class ClusterIdentityCheck(CallerCheck):
@@ -420,7 +448,19 @@ class ClusterIdentityCheck(CallerCheck):
 
 
 def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc.RpcMethodHandler:
-    """A handler of the same kind as `handler` that refuses the call unread.
+    """A handler of the same kind as `handler` that refuses the call unread."""
+
+    async def refuse(request, context: grpc.aio.ServicerContext) -> None:
+        await _refuse_unread(request, context, method, message, handler.request_streaming)
+
+    factory = _HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]
+    # No request deserializer: bytes from a stranger are not parsed.
+    return factory(refuse, request_deserializer=None, response_serializer=handler.response_serializer)
+
+
+async def _refuse_unread(request, context: grpc.aio.ServicerContext, method: str, message: str,
+                         request_streaming: bool) -> None:
+    """Refuse a caller with UNAUTHENTICATED, its request unparsed.
 
     On a request stream it first drops what the caller sends, bytes unparsed,
     until the caller half-closes or for REFUSAL_READ_WAIT_S at most: grpcio's
@@ -431,19 +471,52 @@ def _refusing(handler: grpc.RpcMethodHandler, method: str, message: str) -> grpc
     a second message or not yet half-closed got INTERNAL. A refused caller must
     see ``UNAUTHENTICATED`` with the reason.
     """
+    from meshmq.errors import BrokerError, Reason, abort_with
 
-    async def refuse(request, context: grpc.aio.ServicerContext) -> None:
-        from meshmq.errors import BrokerError, Reason, abort_with
+    _refusal_log.warning("refused %s from %s: %s", method, context.peer(), message)
+    if request_streaming:
+        with contextlib.suppress(Exception):
+            await wait_for(_drain(request), REFUSAL_READ_WAIT_S)
+    await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{method}: {message}"))
 
-        _refusal_log.warning("refused %s from %s: %s", method, context.peer(), message)
-        if handler.request_streaming:
-            with contextlib.suppress(Exception):
-                await wait_for(_drain(request), REFUSAL_READ_WAIT_S)
-        await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{method}: {message}"))
 
-    factory = _HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]
-    # No request deserializer: bytes from a stranger are not parsed.
-    return factory(refuse, request_deserializer=None, response_serializer=handler.response_serializer)
+def _checked(handler: grpc.RpcMethodHandler, method: str,
+             admitted: Callable[[grpc.aio.ServicerContext], Awaitable[bool]], message: str) -> grpc.RpcMethodHandler:
+    """`handler` behind `admitted(context)`: the request's bytes are decoded
+    (with `handler`'s own deserializer) only once the caller is admitted; a
+    refused caller gets `_refuse_unread`."""
+    decode = handler.request_deserializer or (lambda raw: raw)
+    streaming_in, streaming_out = handler.request_streaming, handler.response_streaming
+    behaviour = {(False, False): handler.unary_unary, (False, True): handler.unary_stream,
+                 (True, False): handler.stream_unary, (True, True): handler.stream_stream}[(streaming_in,
+                                                                                           streaming_out)]
+
+    def request(raw):
+        if not streaming_in:
+            return decode(raw)
+
+        async def decoded():
+            async for item in raw:
+                yield decode(item)
+
+        return decoded()
+
+    if inspect.isasyncgenfunction(behaviour):
+        async def run(raw, context: grpc.aio.ServicerContext):
+            if not await admitted(context):
+                await _refuse_unread(raw, context, method, message, streaming_in)
+                return
+            async for response in behaviour(request(raw), context):
+                yield response
+    else:
+        async def run(raw, context: grpc.aio.ServicerContext):
+            if not await admitted(context):
+                await _refuse_unread(raw, context, method, message, streaming_in)
+                return None
+            return await behaviour(request(raw), context)
+
+    factory = _HANDLER_FACTORIES[(streaming_in, streaming_out)]
+    return factory(run, request_deserializer=None, response_serializer=handler.response_serializer)
 
 
 async def _drain(requests) -> None:

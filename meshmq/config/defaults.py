@@ -43,6 +43,16 @@ CLUSTER_PASSWORD: Final = None
 # logs a warning at every start. tests/unit/test_cluster_identity.py checks the docs against this list.
 EXAMPLE_CLUSTER_PASSWORDS: Final = frozenset({"CHANGE ME!!", "change-me-cluster-secret"})
 
+# login-throttle (meshmq's own; meshmq/security/login_throttle.py): failed log-ins per username and per
+# source address. free-attempts failures cost nothing; then each attempt waits initial-delay, doubling per
+# failure up to max-delay (ms). A key with no failure for forget-after (ms) starts over. max-entries bounds
+# each table (usernames, addresses); the least recently failed is dropped first.
+LOGIN_THROTTLE_FREE_ATTEMPTS: Final = 5
+LOGIN_THROTTLE_INITIAL_DELAY: Final = 250
+LOGIN_THROTTLE_MAX_DELAY: Final = 4_000
+LOGIN_THROTTLE_FORGET_AFTER: Final = 300_000
+LOGIN_THROTTLE_MAX_ENTRIES: Final = 10_000
+
 # rebalance-cluster-clients: when a node joins, ask connected clients to spread their sessions over the
 # cluster again (ActiveMQ's transportConnector rebalanceClusterClients; one setting per node here, since
 # every acceptor pushes the same topology). Off: sessions stay where they are; new ones balance.

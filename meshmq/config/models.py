@@ -1024,6 +1024,24 @@ class MetricsSettings(_Model):
     port: Port = defaults.METRICS_PORT
 
 
+class LoginThrottle(_Model):
+    """The ``login-throttle`` key: back-off for failed log-ins on the router and
+    the gateway, per username and per source address (meshmq/security/login_throttle.py)."""
+
+    free_attempts: Annotated[int, Field(ge=0)] = defaults.LOGIN_THROTTLE_FREE_ATTEMPTS
+    initial_delay: Millis = defaults.LOGIN_THROTTLE_INITIAL_DELAY
+    max_delay: Millis = defaults.LOGIN_THROTTLE_MAX_DELAY
+    forget_after: Millis = defaults.LOGIN_THROTTLE_FORGET_AFTER
+    max_entries: Annotated[int, Field(gt=0)] = defaults.LOGIN_THROTTLE_MAX_ENTRIES
+
+    @model_validator(mode="after")
+    def _delays_in_order(self) -> LoginThrottle:
+        if self.initial_delay > self.max_delay:
+            _raise_issues([(("initial-delay",), f"{self.initial_delay} ms is more than max-delay "
+                                                f"({self.max_delay} ms)")])
+        return self
+
+
 class DiscoveryListen(Listener):
     """Where `meshmq serve discovery` listens (the acceptor keys without a name, TLS included)."""
 
@@ -1104,6 +1122,7 @@ class BrokerConfig(_Model):
     # What the node's services prove they belong to the cluster with (meshmq/security/cluster_identity.py).
     cluster_user: NonEmptyStr = defaults.CLUSTER_USER
     cluster_password: NonEmptyStr | None = defaults.CLUSTER_PASSWORD
+    login_throttle: LoginThrottle = Field(default_factory=LoginThrottle)
     acceptors: tuple[Acceptor, ...] = Field(default_factory=lambda: (Acceptor(),))
     rebalance_cluster_clients: bool = defaults.REBALANCE_CLUSTER_CLIENTS
     journal: Journal = Field(default_factory=Journal)

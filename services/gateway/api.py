@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from meshmq.routing_names import INTERNAL_PREFIX
 
-from .auth import CSRF_HEADER, SESSION_COOKIE, Identity, LoginRefused, same_token, session_key
+from .auth import CSRF_HEADER, SESSION_COOKIE, Identity, LoginRefused, client_address, same_token, session_key
 from .operations import OperationView
 from .paths import ADDRESS, NODE, QUEUE
 from .problems import RESPONSES
@@ -94,13 +94,14 @@ class WhoAmI(BaseModel):
 
 
 @router.post("/auth/token", response_model=TokenView, tags=["auth"])
-async def create_token(body: LoginBody, gw: GW) -> TokenView:
+async def create_token(body: LoginBody, request: Request, gw: GW) -> TokenView:
     """Log in for scripts: the token goes in `Authorization: Bearer <token>`."""
     try:
-        who = await gw.users.log_in(body.username, body.password, gw.sessions.ttl_s)
+        who = await gw.users.log_in(body.username, body.password, gw.sessions.ttl_s, client_address(request))
     except LoginRefused as exc:
-        gw.metrics.logins.labels("refused").inc()
-        raise HTTPException(401, str(exc), headers={"WWW-Authenticate": "Bearer"}) from None
+        gw.metrics.logins.labels("refused" if exc.status == 401 else "forbidden").inc()
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        raise HTTPException(exc.status, str(exc), headers=headers) from None
     gw.metrics.logins.labels("ok").inc()
     return TokenView(token=gw.sessions.open(who), expires_in=int(gw.sessions.ttl_s), username=who.username,
                      can_manage=who.can_manage)

@@ -64,6 +64,7 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
     app.include_router(console.router)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
     gw.metrics.sessions.set_function(gw.sessions.count)
+    gw.metrics.count_logins(gw.users.throttle)
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     async def healthz() -> Health:

@@ -30,17 +30,17 @@ The log-in form itself is protected by a double-submit cookie.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import secrets
 import time
 from dataclasses import dataclass, field
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from meshmq.config.models import BrokerConfig
 from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
-from meshmq.security.passwords import PasswordChecker
+from meshmq.security.authentication import Authenticator
+from meshmq.security.login_throttle import LoginThrottle, ThrottlePolicy
 from meshmq.transport import credentials_metadata
 
 # Passwords nobody may use outside dev mode (besides the user's own name).
@@ -54,7 +54,13 @@ CSRF_FIELD = "csrf_token"
 
 
 class LoginRefused(Exception):
-    """Why a log-in failed, worded for the person trying."""
+    """Why a log-in failed, worded for the person trying: `status` 401 for
+    credentials that do not match (the same words whether or not the user
+    exists), 403 for a user who may not use the gateway."""
+
+    def __init__(self, message: str, status: int = 401) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class GatewayStartError(RuntimeError):
@@ -92,19 +98,23 @@ class Users:
                     "(passwords hashed with `meshmq user hash`) with roles in security-settings, or set "
                     "gateway.dev-mode: true for a trial on this machine (built-in admin/admin)")
             users = dict([DEV_USER])
-        self._checker = PasswordChecker(users)
+        self._auth = Authenticator(True, users.items(), ThrottlePolicy.from_config(config.login_throttle))
         self._authorizer = Authorizer.from_config(config) if not self.builtin else Authorizer(enabled=False)
 
     def may(self, username: str, permission: Permission) -> bool:
         return self._authorizer.allowed(username, permission, MANAGEMENT_ADDRESS)
 
-    async def log_in(self, username: str, password: str, ttl_s: float) -> Identity:
-        """The identity for these credentials, or LoginRefused saying why."""
+    @property
+    def throttle(self) -> LoginThrottle:
+        return self._auth.throttle
+
+    async def log_in(self, username: str, password: str, ttl_s: float, source: str) -> Identity:
+        """The identity for these credentials from address `source`, or
+        LoginRefused saying why. Failures are throttled per username and per
+        address, as on the routers (meshmq/security/login_throttle.py)."""
         if not username or not password:
             raise LoginRefused("give a username and a password")
-        # scrypt takes tens of milliseconds: off the event loop.
-        ok = await asyncio.to_thread(self._checker.check, username, password)
-        if not ok:
+        if not await self._auth.log_in(username, password, source):
             raise LoginRefused("invalid username or password")
         if is_default_password(username, password) and not self.dev_mode:
             raise LoginRefused(f"user {username!r} has a default password, refused outside dev mode: "
@@ -112,8 +122,9 @@ class Users:
         manage = self.may(username, Permission.MANAGE)
         view = manage or self.may(username, Permission.VIEW)
         if not view:
-            raise LoginRefused(f"user {username!r} has neither the view nor the manage permission on "
-                               f"{MANAGEMENT_ADDRESS!r} (security-settings)")
+            # 403, and worded so that it does not confirm the password to whoever sent it.
+            raise LoginRefused(f"not allowed: the gateway needs the view or manage permission on "
+                               f"{MANAGEMENT_ADDRESS!r} (security-settings)", status=403)
         return Identity(username, can_manage=manage, can_view=view,
                         metadata=credentials_metadata(username, password), expires_at=time.monotonic() + ttl_s)
 
@@ -160,6 +171,14 @@ def session_key(request: Request) -> str | None:
     """The caller's session key: the bearer token, else the console's session cookie."""
     auth = request.headers.get("authorization", "")
     return auth[7:].strip() if auth.lower().startswith("bearer ") else request.cookies.get(SESSION_COOKIE)
+
+
+def client_address(request: HTTPConnection) -> str:
+    """The address a log-in came from, for the throttle: the TCP peer. Behind a
+    reverse proxy that is the proxy (forwarded headers are not trusted: anyone
+    could send them), so every log-in shares one address's back-off there."""
+    client = request.client
+    return client.host if client is not None else "unknown"
 
 
 def same_token(given: str | None, expected: str) -> bool:

@@ -21,7 +21,8 @@ from fastapi.templating import Jinja2Templates
 from meshmq.errors import MeshMQError
 
 from .api import node_detail, search_queues
-from .auth import CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, Identity, LoginRefused, same_token
+from .auth import (CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, Identity, LoginRefused, client_address,
+                   same_token)
 from .paths import ADDRESS, NODE, QUEUE, segment
 from .state import GatewayState
 from .topology_svg import HEIGHT, WIDTH, layout
@@ -101,9 +102,10 @@ async def login(request: Request) -> Response:
     if not same_token(form.get(CSRF_FIELD), request.cookies.get(LOGIN_CSRF_COOKIE, "")):
         return _back("/login", error="the log-in form expired; try again", next=target)
     try:
-        who = await gw.users.log_in(form.get("username", ""), form.get("password", ""), gw.sessions.ttl_s)
+        who = await gw.users.log_in(form.get("username", ""), form.get("password", ""), gw.sessions.ttl_s,
+                                    client_address(request))
     except LoginRefused as exc:
-        gw.metrics.logins.labels("refused").inc()
+        gw.metrics.logins.labels("refused" if exc.status == 401 else "forbidden").inc()
         return _back("/login", error=str(exc), next=target)
     gw.metrics.logins.labels("ok").inc()
     response = RedirectResponse(target, status_code=303)

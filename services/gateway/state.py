@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.core import CounterMetricFamily
 
 from meshmq.config.models import BrokerConfig
+from meshmq.security.login_throttle import LoginThrottle
 
 from .auth import Sessions, Users
 from .directory import RouterDirectory
@@ -27,10 +29,29 @@ class GatewayMetrics:
                                 ["method", "route", "status"], registry=self.registry)
         self.duration = Histogram("meshmq_gateway_request_duration_seconds", "Time to answer an HTTP request",
                                   ["route"], registry=self.registry)
-        self.logins = Counter("meshmq_gateway_logins", "Log-in attempts, by outcome", ["outcome"],
+        self.logins = Counter("meshmq_gateway_logins", "Log-in attempts, by outcome (ok; refused: wrong "
+                              "credentials; forbidden: no view or manage permission)", ["outcome"],
                               registry=self.registry)
         self.sessions = Gauge("meshmq_gateway_sessions", "Open console sessions and API tokens",
                               registry=self.registry)
+
+    def count_logins(self, throttle: LoginThrottle) -> None:
+        """Serve the log-in throttle's counts (read at scrape time, as the routers do)."""
+        self.registry.register(_ThrottleCounts(throttle))
+
+
+class _ThrottleCounts:
+    """A Prometheus collector over a LoginThrottle's counters."""
+
+    def __init__(self, throttle: LoginThrottle) -> None:
+        self._throttle = throttle
+
+    def collect(self):
+        yield CounterMetricFamily("meshmq_gateway_login_failures", "Log-ins refused for a wrong username or password "
+                                  "(checked in full).", value=self._throttle.failures)
+        yield CounterMetricFamily("meshmq_gateway_logins_throttled", "Log-in attempts made to wait after repeated "
+                                  "failures for their username or from their address (login-throttle).",
+                                  value=self._throttle.throttled)
 
 
 @dataclass

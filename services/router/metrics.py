@@ -61,6 +61,7 @@ def fill(node: RouterNode, fam: Families) -> None:
                   "(what max-size-messages limits).", max(0, a.memory_messages), address=a.name)
         fam.counter("meshmq_address_messages_dropped_total", "Messages dropped because the address was full "
                     "(address-full-policy DROP).", a.messages_dropped, address=a.name)
+    _logins(node, fam)
     _bridges(node, fam)
     batcher = b.batcher
     if batcher is not None:
@@ -75,6 +76,17 @@ def fill(node: RouterNode, fam: Families) -> None:
                 "log since the router started (journal.event-retention).", ev.pruned)
     fam.gauge("meshmq_journal_events_kept_from_seconds", "Every event from this Unix time on is still in the "
               "journal's event log (0: none was ever deleted).", ev.kept_from / 1000)
+
+
+def _logins(node: RouterNode, fam: Families) -> None:
+    """Failed log-ins and the throttle that slows them (meshmq/security/login_throttle.py)."""
+    if node.auth is None:
+        return
+    throttle = node.auth.throttle
+    fam.counter("meshmq_router_login_failures_total", "Log-ins refused for a wrong username or password "
+                "(checked in full: a password that succeeded before is not checked again).", throttle.failures)
+    fam.counter("meshmq_router_logins_throttled_total", "Log-in attempts made to wait after repeated failures "
+                "for their username or from their address (login-throttle).", throttle.throttled)
 
 
 def _bridges(node: RouterNode, fam: Families) -> None:

@@ -12,6 +12,7 @@ caller with a user's credentials is told where the live is.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -34,7 +35,9 @@ class _NotActive(grpc.GenericRpcHandler):
     def service(self, handler_call_details):
         async def refuse(request_iterator, context: grpc.aio.ServicerContext) -> None:
             live = self._live()
-            if self._auth.enabled and self._auth.identify(dict(context.invocation_metadata() or ())) is None:
+            # scrypt, for known and unknown users alike: in a worker thread, off the event loop.
+            metadata = dict(context.invocation_metadata() or ())
+            if self._auth.enabled and await asyncio.to_thread(self._auth.identify, metadata) is None:
                 live = ""  # with security on, only a user learns where the live is
             metadata = [(REASON_METADATA_KEY, Reason.NOT_ACTIVE.value), (NODE_NAME_METADATA_KEY, self._name)]
             if live:

@@ -152,6 +152,8 @@ class RouterNode:
         self._releaser: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.links: ClusterServicer | None = None
+        # Users' log-ins (and their throttle, whose counts the metrics read); made at start.
+        self.auth: Authenticator | None = None
         # Where a backup waits to take this node's store over ("" = none known; ha-policy).
         self.backup_connector = ""
         j = config.journal
@@ -162,9 +164,10 @@ class RouterNode:
         await self.broker.start(min_epoch)
         self.event_log.kept_from = self.broker.events_kept_from
         self._declare_configured()
-        auth = Authenticator(self.config.security_enabled, ((u.username, u.password) for u in self.config.users))
+        auth = Authenticator.from_config(self.config)
+        self.auth = auth
         # With security on, a caller without a valid user is refused before any method runs.
-        checks: list = [UserCheck(auth.identify, service=f"router {self.config.name}",
+        checks: list = [UserCheck(auth.identify_caller, service=f"router {self.config.name}",
                                   own_check=CLUSTER_CREDENTIAL_METHODS)] if auth.enabled else []
         if self.config.cluster_password is not None or self.config.security_enabled:
             # Other nodes' calls take the cluster credential instead, checked here too.

@@ -65,3 +65,16 @@ def test_the_checker_remembers_a_bounded_number_of_presentations():
 def test_any_password_round_trips(password):
     stored = hash_password(password)
     assert verify_password(stored, password) and not verify_password(stored, password + "x")
+
+
+def test_an_unknown_user_costs_a_full_scrypt_like_a_wrong_password():
+    # Timing is measured end to end in tests/integration/test_login_throttle.py; here, the work done.
+    checker = PasswordChecker({"app": hash_password("pw")})
+    assert checker._dummy.split("$")[:4] == ["scrypt", "16384", "8", "1"]
+    assert not checker.check("nobody", "pw") and checker.full_checks == 1
+
+
+def test_the_dummy_follows_the_users_hash_parameters_or_plain_text():
+    light = "scrypt$1024$8$1$" + hash_password("x").split("$", 4)[4]  # any N: the parameters are read
+    assert PasswordChecker({"a": light, "b": light, "c": hash_password("y")})._dummy.startswith("scrypt$1024$8$1$")
+    assert not is_hashed(PasswordChecker({"a": "plain"})._dummy)
