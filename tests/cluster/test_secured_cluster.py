@@ -119,7 +119,7 @@ async def test_the_secured_example_up_used_and_down(launched, secured_file):
                       timeout=30) as gateway:
         assert endpoints["gateway"].startswith("https://")
         refused_app = gateway.post("/api/v1/auth/token", json={"username": APP[0], "password": APP[1]})
-        assert refused_app.status_code == 401 and "neither the view nor the manage" in refused_app.json()["detail"]
+        assert refused_app.status_code == 403 and "view or manage permission" in refused_app.json()["detail"]
         token = gateway.post("/api/v1/auth/token", json={"username": ADMIN[0], "password": ADMIN[1]}).json()
         nodes = gateway.get("/api/v1/nodes", headers={"Authorization": f"Bearer {token['token']}"}).json()
         assert sorted((n["name"], n["up"]) for n in nodes) == [("n1", True), ("n2", True), ("n3", True)]
