@@ -262,7 +262,7 @@ def _checked_stream(requests, bad: list[_Undecodable]):
 
 def _wrap(method: str, behaviour, client_streaming: bool, server_streaming: bool):
     """`behaviour` with undecodable requests refused: INVALID_ARGUMENT, reason
-    INVALID_REQUEST. (Callers are checked before this, by a CallerCheck
+    INVALID_REQUEST. (Callers are checked before this, by a CallerCheck or UserCheck
     interceptor: a stranger learns nothing, not even that a request was malformed.)"""
     if not client_streaming and not server_streaming:
         async def unary(request, context):
@@ -374,7 +374,7 @@ class CallerCheck(grpc.aio.ServerInterceptor, abc.ABC):
         return _refusing(handler, method, f"{self.service} requires {self.needs(method)}")
 
 
-class UserCheck(CallerCheck):
+class UserCheck(grpc.aio.ServerInterceptor):
     """A router with security enabled: every call carries a configured user's
     username and password. `identify(metadata, source)` names the user or
     returns None; it gets the caller's address (`source`, from the call's
@@ -389,10 +389,8 @@ class UserCheck(CallerCheck):
         # Methods that check their caller themselves (the cluster link takes the cluster credential).
         self._own_check = frozenset(own_check)
 
-    def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
-        raise TypeError("UserCheck checks in the call (it needs the caller's address): see intercept_service")
-
     def needs(self, method: str) -> str:
+        """What a refused caller lacks, for the refusal's message (as a CallerCheck's)."""
         return "a valid username and password"
 
     async def intercept_service(self, continuation, handler_call_details: grpc.HandlerCallDetails):
