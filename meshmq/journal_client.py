@@ -16,6 +16,7 @@ from typing import Protocol
 import grpc
 
 from meshmq.errors import AuthenticationError, Reason, from_rpc_error
+from meshmq.security.cluster_proof import ClusterProver
 from meshmq.transport import open_channel
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import journal_pb2_grpc as jgrpc
@@ -65,13 +66,14 @@ class JournalAPI(Protocol):
 class GrpcJournalClient:
     """A journal in another process, reached over one pipelined Append stream.
 
-    `metadata` goes with every call: the cluster credential
-    (meshmq/security/cluster_identity.py) when the service requires it."""
+    `prover` proves cluster membership on every call, once the service proved
+    its own (meshmq/security/cluster_proof.py); without a cluster password it adds nothing."""
 
-    def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None,
-                 metadata: Sequence[tuple[str, str]] = ()) -> None:
+    def __init__(self, target: str, *, prover: ClusterProver, credentials: grpc.ChannelCredentials | None = None
+                 ) -> None:
         self.description = f"journal service at {target}"
-        self._metadata = tuple(metadata)
+        self._target = target
+        self._prover = prover
         self._channel = open_channel(target, credentials=credentials)
         self._stub = jgrpc.JournalStub(self._channel)
         self._stream: grpc.aio.StreamStreamCall | None = None
@@ -80,9 +82,14 @@ class GrpcJournalClient:
         self._sender: asyncio.Task | None = None
         self._outbox: asyncio.Queue[jpb.AppendRequest] = asyncio.Queue()
 
+    async def _metadata(self, *, wait_for_ready: bool | None = None) -> tuple[tuple[str, str], ...]:
+        return await self._prover.metadata(self._channel, self.description, timeout_s=30,
+                                           wait_for_ready=wait_for_ready)
+
     async def open(self, req: jpb.OpenRequest) -> jpb.OpenResponse:
         try:
-            return await self._stub.Open(req, metadata=self._metadata, wait_for_ready=True, timeout=30)
+            metadata = await self._metadata(wait_for_ready=True)
+            return await self._stub.Open(req, metadata=metadata, wait_for_ready=True, timeout=30)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.UNAUTHENTICATED:
                 raise
@@ -93,27 +100,34 @@ class GrpcJournalClient:
 
     async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
         try:
-            return await self._stub.Activate(req, metadata=self._metadata, wait_for_ready=True, timeout=30)
+            metadata = await self._metadata(wait_for_ready=True)
+            return await self._stub.Activate(req, metadata=metadata, wait_for_ready=True, timeout=30)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc) from None
 
     async def load(self, req: jpb.LoadRequest) -> AsyncIterator[jpb.LoadResponse]:
-        async for page in self._stub.Load(req, metadata=self._metadata):
+        async for page in self._stub.Load(req, metadata=await self._metadata()):
             yield page
 
     def append(self, req: jpb.AppendRequest) -> asyncio.Future[jpb.AppendResponse]:
         fut: asyncio.Future[jpb.AppendResponse] = asyncio.get_running_loop().create_future()
-        if self._stream is None:
-            self._stream = self._stub.Append(metadata=self._metadata)
+        if self._sender is None:
             self._outbox = asyncio.Queue()
-            self._reader = asyncio.create_task(self._read_responses(self._stream))
-            self._sender = asyncio.create_task(self._send_requests(self._stream, self._outbox))
+            self._sender = asyncio.create_task(self._send_requests(self._outbox))
         self._pending[req.request_id] = fut
         self._outbox.put_nowait(req)
         return fut
 
-    async def _send_requests(self, stream: grpc.aio.StreamStreamCall, outbox: asyncio.Queue) -> None:
-        """The one writer of the stream: pipelined appends go out in order."""
+    async def _send_requests(self, outbox: asyncio.Queue) -> None:
+        """Opens the Append stream (with a fresh proof) and is its one writer:
+        pipelined appends go out in order."""
+        try:
+            stream = self._stub.Append(metadata=await self._metadata())
+        except grpc.RpcError as exc:
+            self._fail_all(None, f"journal unavailable: {exc.code().name}: {exc.details()}")
+            return
+        self._stream = stream
+        self._reader = asyncio.create_task(self._read_responses(stream))
         while True:
             req = await outbox.get()
             try:
@@ -140,6 +154,7 @@ class GrpcJournalClient:
             self._stream = None
             if self._sender is not None and self._sender is not asyncio.current_task():
                 self._sender.cancel()
+            self._sender = None
         pending, self._pending = self._pending, {}
         if pending:
             log.error("%s; failing %d pending appends", message, len(pending))
@@ -150,10 +165,10 @@ class GrpcJournalClient:
                 )
 
     async def read_large(self, req: jpb.ReadLargeMessageRequest) -> list[jpb.LargeMessageChunk]:
-        return [c async for c in self._stub.ReadLargeMessage(req, metadata=self._metadata)]
+        return [c async for c in self._stub.ReadLargeMessage(req, metadata=await self._metadata())]
 
     async def read_page(self, req: jpb.ReadPageRequest) -> jpb.ReadPageResponse:
-        return await self._stub.ReadPage(req, metadata=self._metadata, timeout=60)
+        return await self._stub.ReadPage(req, metadata=await self._metadata(), timeout=60)
 
     def stop_confirming(self) -> None:
         """Appends resolve once the journal service stored them: nothing waits for more."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
-import hmac
 import inspect
 import logging
 import math
@@ -26,6 +25,8 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 
 from meshmq.aio import wait_for
+from meshmq.security.cluster_proof import CHALLENGE_METHOD, answer_challenge, cluster_key, proof_problem
+from meshmq.v1 import identity_pb2 as ipb
 
 # Largest gRPC message a router accepts from a client. Bodies above
 # minLargeMessageSize travel in chunks and batches are a fraction of the
@@ -41,11 +42,6 @@ MAX_INTERNAL_FRAME = 256 * 2**20
 USERNAME_KEY = "x-meshmq-username"
 PASSWORD_KEY = "x-meshmq-password"
 
-# Call metadata by which one of a cluster's processes proves to another (the
-# journal, the discovery service) that it belongs to the cluster: the config's
-# cluster-user and cluster-password (meshmq/security/cluster_identity.py).
-CLUSTER_USER_KEY = "x-meshmq-cluster-user"
-CLUSTER_PASSWORD_KEY = "x-meshmq-cluster-password"
 
 _KEEPALIVE = [
     # A peer that vanished without closing (kill -9 of its host, a partition)
@@ -89,19 +85,11 @@ def credentials_metadata(username: str, password: str) -> tuple[tuple[str, str],
     return ((USERNAME_KEY, username), (PASSWORD_KEY, password))
 
 
-def cluster_credentials_metadata(user: str, password: str | None) -> tuple[tuple[str, str], ...]:
-    """The call metadata that proves cluster membership (empty without a password)."""
-    if password is None:
-        return ()
-    return ((CLUSTER_USER_KEY, user), (CLUSTER_PASSWORD_KEY, password))
-
-
 def has_cluster_credential(metadata: Mapping[str, str], user: str, password: str) -> bool:
-    """Whether call metadata carries this cluster credential; both parts are
-    compared in constant time, so timing tells a caller nothing about either."""
-    user_ok = hmac.compare_digest(str(metadata.get(CLUSTER_USER_KEY, "")).encode(), user.encode())
-    password_ok = hmac.compare_digest(str(metadata.get(CLUSTER_PASSWORD_KEY, "")).encode(), password.encode())
-    return user_ok & password_ok
+    """Whether call metadata proves membership of the cluster with this
+    credential (a proof from a challenge, never the password itself:
+    meshmq/security/cluster_proof.py)."""
+    return proof_problem(metadata, cluster_key(user, password), user) is None
 
 
 def peer_host(peer: str) -> str:
@@ -422,16 +410,37 @@ class ClusterIdentityCheck(CallerCheck):
         every other; `password` None admits nobody to them (security on, no cluster password)."""
         self._user = user
         self._password = password
+        self._key = cluster_key(user, password) if password is not None else None
         self.service = service
         self._readers = readers
         self.checks_passwords = readers is not None
         self._read_methods = frozenset(read_methods)
         self._only = None if only_methods is None else frozenset(only_methods)
 
+    async def intercept_service(self, continuation, handler_call_details: grpc.HandlerCallDetails):
+        if handler_call_details.method == CHALLENGE_METHOD:
+            return self._challenge_handler()
+        return await super().intercept_service(continuation, handler_call_details)
+
+    def _challenge_handler(self) -> grpc.RpcMethodHandler:
+        """Answers a caller's challenge (admitted without a credential: the
+        answer is what proves this service to the caller)."""
+
+        async def challenge(request: ipb.ChallengeRequest, context: grpc.aio.ServicerContext) -> ipb.ChallengeReply:
+            from meshmq.errors import BrokerError, Reason, abort_with
+
+            if self._key is None:
+                await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{self.service} has no cluster-password"))
+            return answer_challenge(self._key, request.cluster_user, request.client_nonce)
+
+        return grpc.unary_unary_rpc_method_handler(
+            challenge, request_deserializer=ipb.ChallengeRequest.FromString,
+            response_serializer=ipb.ChallengeReply.SerializeToString)
+
     def admits(self, method: str, metadata: Mapping[str, str]) -> bool:
         if self._only is not None and method not in self._only:
             return True
-        if self._password is not None and has_cluster_credential(metadata, self._user, self._password):
+        if self._key is not None and proof_problem(metadata, self._key, self._user) is None:
             return True
         return self._readers is not None and method in self._read_methods and self._readers(metadata)
 

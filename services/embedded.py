@@ -16,7 +16,7 @@ from meshmq.config.models import BrokerConfig
 from meshmq.journal_client import GrpcJournalClient, JournalAPI
 from meshmq.metrics import MetricsEndpoint, serving
 from meshmq.metrics_access import ScrapeAccess, metrics_tls
-from meshmq.security.cluster_identity import cluster_metadata
+from meshmq.security.cluster_identity import cluster_prover
 from meshmq.service_registry import Service
 from meshmq.transport import channel_credentials
 
@@ -29,7 +29,7 @@ def journal_for(config: BrokerConfig, metrics: MetricsEndpoint | None = None) ->
     j = config.journal
     if j.address:
         creds = channel_credentials(j.trust_path, j.cert_path, j.key_path) if j.ssl_enabled else None
-        return GrpcJournalClient(j.address, credentials=creds, metadata=cluster_metadata(config))
+        return GrpcJournalClient(j.address, credentials=creds, prover=cluster_prover(config))
     from services.journal.service import open_core
 
     core = open_core(config)

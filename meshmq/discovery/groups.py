@@ -5,7 +5,7 @@ nodes it shows) open a group the same way."""
 from __future__ import annotations
 
 from meshmq.config.models import BrokerConfig
-from meshmq.security.cluster_identity import cluster_metadata
+from meshmq.security.cluster_identity import cluster_prover, node_channel_credentials
 
 from .api import DiscoveryAPI
 from .core import DiscoveryCore
@@ -18,7 +18,8 @@ def discovery_for(config: BrokerConfig, group_name: str) -> DiscoveryAPI:
     etcd / the static list hosted here (then this process holds its own lease)."""
     group = config.discovery_groups[group_name]
     if group.discovery_service:
-        return GrpcDiscoveryClient(group.discovery_service, metadata=cluster_metadata(config))
+        return GrpcDiscoveryClient(group.discovery_service, credentials=node_channel_credentials(config),
+                                   prover=cluster_prover(config))
     return DiscoveryCore.for_group(group)
 
 

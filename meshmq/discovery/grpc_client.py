@@ -29,17 +29,27 @@ from .timing import REQUEST_TIMEOUT_S
 class GrpcDiscoveryClient:
     """The discovery service in another process (`meshmq serve discovery`).
 
-    `metadata` goes with every call: the cluster credential to announce
-    (meshmq/security/cluster_identity.py), or a user's credentials to list and watch."""
+    `prover` proves cluster membership on every call (to announce), once the
+    service proved its own (meshmq/security/cluster_proof.py); `metadata`
+    goes with every call too: a user's credentials, to list and watch."""
 
     def __init__(self, target: str, *, credentials: grpc.ChannelCredentials | None = None,
-                 metadata: Sequence[tuple[str, str]] = ()) -> None:
+                 metadata: Sequence[tuple[str, str]] = (), prover: ClusterProver | None = None) -> None:
         self.target = target
         self.metadata = tuple(metadata)
+        self._prover = prover
         self.description = f"discovery service at {target}"
         self._channel = open_channel(target, credentials=credentials)
         self._stub = dgrpc.DiscoveryStub(self._channel)
         self.outage = outage_log(self.description)
+
+    async def call_metadata(self) -> tuple[tuple[str, str], ...]:
+        """What goes with a call: the user's metadata, and the cluster proof
+        (raises grpc.aio.AioRpcError UNAUTHENTICATED when the service cannot prove itself)."""
+        if self._prover is None:
+            return self.metadata
+        return self.metadata + await self._prover.metadata(self._channel, self.description,
+                                                           timeout_s=REQUEST_TIMEOUT_S)
 
     def error(self, exc: grpc.RpcError, started_at: float | None = None) -> DiscoveryError:
         """The typed error for a failed call; an unreachable service is logged (once)."""
@@ -63,7 +73,7 @@ class GrpcDiscoveryClient:
     async def list(self, req: dpb.ListNodesRequest) -> dpb.ListNodesResponse:
         started = time.monotonic()
         try:
-            resp = await self._stub.List(req, metadata=self.metadata, timeout=REQUEST_TIMEOUT_S)
+            resp = await self._stub.List(req, metadata=await self.call_metadata(), timeout=REQUEST_TIMEOUT_S)
         except grpc.RpcError as exc:
             raise self.error(exc, started) from None
         self.outage.ok(started)
@@ -71,7 +81,10 @@ class GrpcDiscoveryClient:
 
     async def watch(self, req: dpb.WatchNodesRequest) -> AsyncIterator[dpb.WatchNodesResponse]:
         started = time.monotonic()
-        call = self._stub.Watch(req, metadata=self.metadata)
+        try:
+            call = self._stub.Watch(req, metadata=await self.call_metadata())
+        except grpc.RpcError as exc:
+            raise self.error(exc, started) from None
         try:
             async for resp in call:
                 self.outage.ok(started)
@@ -103,7 +116,10 @@ class _StreamMembership:
 
     async def open(self) -> None:
         started = time.monotonic()
-        call = self._client._stub.Announce(metadata=self._client.metadata)
+        try:
+            call = self._client._stub.Announce(metadata=await self._client.call_metadata())
+        except grpc.RpcError as exc:
+            raise self._client.error(exc, started) from None
         try:
             await call.write(dpb.AnnounceRequest(join=self._join))
             # No deadline: a join may wait up to refresh-timeout for a crashed

@@ -537,19 +537,19 @@ async def _ha_state(state: ClusterState, record: ProcessRecord) -> tuple[str, st
 
 def discovery_client(state: ClusterState) -> GrpcDiscoveryClient:
     """A client of the launched discovery service that calls it as its config
-    asks: with the cluster credential (when it has a cluster-password) and over
+    asks: proving cluster membership (when it has a cluster-password) and over
     TLS trusting the cluster CA (when its listener serves TLS). Both come from
     the discovery.yaml `up` wrote, so `status` works from any shell."""
     from meshmq.config.loader import load_config
     from meshmq.discovery import GrpcDiscoveryClient
-    from meshmq.security.cluster_identity import cluster_metadata
+    from meshmq.security.cluster_identity import cluster_prover
     from meshmq.transport import channel_credentials
 
     record = state.discovery
     config = load_config(record.config)
     tls = config.discovery.listen.ssl_enabled
     credentials = channel_credentials(state.trust_store or None) if tls else None
-    return GrpcDiscoveryClient(record.endpoint, credentials=credentials, metadata=cluster_metadata(config))
+    return GrpcDiscoveryClient(record.endpoint, credentials=credentials, prover=cluster_prover(config))
 
 
 def missing_from_topology(nodes: list[ProcessRecord], listed_ids: set[str]) -> list[str]:

@@ -4,7 +4,7 @@
 Every process of a cluster reads a node config holding the same two keys. A
 journal or discovery service with a ``cluster-password`` refuses, before the
 method runs, any call that does not carry it (``transport.ClusterIdentityCheck``);
-the router sends it on every call to its journal service and its discovery
+the router proves it on every call to its journal service and its discovery
 service, and so does anything else that announces. The discovery service
 also lets a configured user (username and password, as on the router) list
 and watch the nodes, which is what clients do, but never announce.
@@ -23,7 +23,8 @@ The rules a config must follow:
   warned about at every start, as Artemis does for its "CHANGE ME!!".
 
 The password is plain text in the config (unlike users' passwords, which may
-be hashes): the same file is what the router sends it from.
+be hashes): both ends derive the key they prove membership with from it, and
+it never travels (meshmq/security/cluster_proof.py).
 """
 
 from __future__ import annotations
@@ -34,10 +35,13 @@ from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
 from meshmq.config import defaults
-from meshmq.transport import ClusterIdentityCheck, cluster_credentials_metadata
+from meshmq.security.cluster_proof import ClusterProver
+from meshmq.transport import ClusterIdentityCheck, channel_credentials
 
 if TYPE_CHECKING:
-    from meshmq.config.models import BrokerConfig
+    import grpc
+
+    from meshmq.config.models import Acceptor, BrokerConfig
 
 _SEE = 'docs/security.md, "Cluster identity"'
 
@@ -46,10 +50,37 @@ class ClusterIdentityError(RuntimeError):
     """A journal or discovery service that would accept any caller refuses to start."""
 
 
-def cluster_metadata(config: BrokerConfig) -> tuple[tuple[str, str], ...]:
-    """What a process of this cluster sends on every call to the journal and
-    discovery services (nothing without a cluster password)."""
-    return cluster_credentials_metadata(config.cluster_user, config.cluster_password)
+def cluster_prover(config: BrokerConfig) -> ClusterProver:
+    """How a process of this cluster proves membership on its calls to the
+    others (journal, discovery, HA coordinator, other routers): a proof after
+    the peer proved itself, never the password (meshmq/security/cluster_proof.py).
+    Without a cluster password it proves nothing and adds no metadata."""
+    return ClusterProver(config.cluster_user, config.cluster_password)
+
+
+def connector_acceptor(config: BrokerConfig) -> Acceptor:
+    """The acceptor other nodes reach this one at: the one at a cluster
+    connection's connector-ref host:port, else the first (the default connector)."""
+    refs = [cc.connector_ref for cc in config.cluster_connections.values() if cc.connector_ref]
+    if refs:
+        host, _, port = config.connectors[refs[0]].rpartition(":")
+        for acceptor in config.acceptors:
+            if acceptor.host == host and str(acceptor.port) == port:
+                return acceptor
+    return config.acceptors[0]
+
+
+def node_channel_credentials(config: BrokerConfig) -> grpc.ChannelCredentials | None:
+    """The TLS a node's calls to the rest of its cluster use (other routers,
+    the HA coordinator, a discovery service): that of the acceptor others
+    reach it at. With `ssl-enabled` there, the node trusts its `trust-path`
+    (the cluster's CA; without one, the system's CAs) and presents its own
+    certificate, so a listener with `need-client-auth` admits it. None: plain,
+    as the acceptor is. (The journal service has keys of its own, `journal.ssl-enabled`.)"""
+    acceptor = connector_acceptor(config)
+    if not acceptor.ssl_enabled:
+        return None
+    return channel_credentials(acceptor.trust_path, acceptor.cert_path, acceptor.key_path)
 
 
 def service_problem(config: BrokerConfig, service: str) -> str | None:

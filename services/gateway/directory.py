@@ -23,7 +23,7 @@ from meshmq.config.models import BrokerConfig
 from meshmq.discovery import DiscoveryAPI, TopologyWatcher
 from meshmq.discovery.groups import group_watcher
 from meshmq.errors import MeshMQError, from_rpc_error
-from meshmq.security.cluster_identity import cluster_metadata
+from meshmq.security.cluster_identity import cluster_prover
 from meshmq.transport import channel_credentials, channel_options, open_channel
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import ha_coordinator_pb2 as hpb
@@ -82,6 +82,7 @@ class RouterDirectory:
         self._api: DiscoveryAPI | None = None
         self._watcher: TopologyWatcher | None = None
         self._channels: dict[str, object] = {}
+        self._prover = cluster_prover(config)
         self._stubs: dict[str, mggrpc.ManagementStub] = {}
         self._coordinator: hagrpc.HaCoordinatorStub | None = None
         self._remembered: dict[str, tuple[Member, float]] = {}
@@ -162,9 +163,11 @@ class RouterDirectory:
                                                                     options=channel_options())
             self._coordinator = hagrpc.HaCoordinatorStub(channel)
         try:
+            metadata = await self._prover.metadata(self._channels[f"ha:{target}"], f"HA coordinator {target}",
+                                                   timeout_s=self._call_timeout_s)
             reply = await self._coordinator.ListQuorums(
                 hpb.ListQuorumsRequest(namespace=self._config.gateway.ha_namespace),
-                metadata=cluster_metadata(self._config), timeout=self._call_timeout_s)
+                metadata=metadata, timeout=self._call_timeout_s)
         except grpc.RpcError as exc:
             return [], f"HA coordinator {target}: {from_rpc_error(exc)}"
         return list(reply.quorums), ""

@@ -201,8 +201,9 @@ class ColocatedBackups:
                     continue
                 channel = identity.open(endpoint)
                 try:
+                    metadata = await identity.metadata(channel, endpoint)
                     reply = await cgrpc.ClusterStub(channel).RequestBackup(
-                        request, metadata=identity.metadata, timeout=START_TIMEOUT_S + 5)
+                        request, metadata=metadata, timeout=START_TIMEOUT_S + 5)
                 except grpc.aio.AioRpcError as exc:
                     log.info("colocated: %s did not take the backup request: %s", endpoint, exc.details())
                     continue

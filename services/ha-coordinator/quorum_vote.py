@@ -159,7 +159,8 @@ async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tall
         channel = identity.open(endpoint)
         channels.append(channel)
         try:
-            reply = await cgrpc.ClusterStub(channel).Vote(request, metadata=identity.metadata, timeout=wait_s)
+            metadata = await identity.metadata(channel, endpoint, timeout_s=wait_s)
+            reply = await cgrpc.ClusterStub(channel).Vote(request, metadata=metadata, timeout=wait_s)
             if view is not None:
                 view.saw_live(endpoint, reply.node_id)
                 view.saw_members(reply.members)
@@ -192,8 +193,8 @@ async def learn_members(endpoints: Iterable[str], identity, view: LiveView, wait
     async def one(endpoint: str) -> None:
         channel = identity.open(endpoint)
         try:
-            reply = await cgrpc.ClusterStub(channel).Members(cpb.MembersRequest(), metadata=identity.metadata,
-                                                             timeout=wait_s)
+            metadata = await identity.metadata(channel, endpoint, timeout_s=wait_s)
+            reply = await cgrpc.ClusterStub(channel).Members(cpb.MembersRequest(), metadata=metadata, timeout=wait_s)
             view.saw_live(endpoint, reply.node_id)
             view.saw_members(reply.members)
         except grpc.aio.AioRpcError as exc:
@@ -228,7 +229,8 @@ async def forget_copy(endpoints: Iterable[str], identity, target_node_id: str, c
     async def one(endpoint: str) -> None:
         channel = identity.open(endpoint)
         try:
-            reply = await cgrpc.ClusterStub(channel).ForgetCopy(request, metadata=identity.metadata, timeout=wait_s)
+            metadata = await identity.metadata(channel, endpoint, timeout_s=wait_s)
+            reply = await cgrpc.ClusterStub(channel).ForgetCopy(request, metadata=metadata, timeout=wait_s)
             view.saw_members(reply.members)
             if reply.node_id == target_node_id:
                 return  # this node itself, at another of its endpoints

@@ -4,6 +4,12 @@ coordinator instance in `connect-string` that answers. The lease the
 coordinator grants stays alive through whichever instance is reachable, so a
 coordinator instance may restart, or die, under a serving router: the router
 stops serving only when none renewed its lease for session-ms, as with etcd.
+
+The channels use the node's TLS (that of the acceptor other nodes reach it
+at: a coordinator listening with TLS is dialled with TLS, trusting the
+cluster's CA), and every call proves cluster membership only after the
+coordinator proved its own: a listener posing as the coordinator learns
+neither the cluster password nor a proof it could use elsewhere.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import logging
 import grpc
 
 from meshmq.config.models import QuorumProperties
+from meshmq.security.cluster_proof import ClusterProver
 from meshmq.transport import open_channel
 from meshmq.v1 import ha_coordinator_pb2 as hpb
 from meshmq.v1 import ha_coordinator_pb2_grpc as hgrpc
@@ -27,12 +34,12 @@ class CoordinatorUnavailable(RuntimeError):
 
 
 class RemoteQuorum:
-    def __init__(self, props: QuorumProperties, coordination_id: str, instance_id: str,
-                 metadata: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, props: QuorumProperties, coordination_id: str, instance_id: str, prover: ClusterProver,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
         self.props = props
         self.instance = instance_id
-        self._metadata = metadata
-        self._channels = [open_channel(endpoint) for endpoint in props.endpoints]
+        self._prover = prover
+        self._channels = [open_channel(endpoint, credentials=credentials) for endpoint in props.endpoints]
         self._stubs = [hgrpc.HaCoordinatorStub(channel) for channel in self._channels]
         self.description = f"quorum through the HA coordinator at {props.connect_string}"
         self.lease_id = 0
@@ -55,10 +62,12 @@ class RemoteQuorum:
 
         problems = []
         for attempt in range(self.props.retries + 1):
-            for stub, endpoint in zip(self._stubs, self.props.endpoints):
+            for stub, channel, endpoint in zip(self._stubs, self._channels, self.props.endpoints):
+                timeout = self.props.connection_ms / 1000
                 try:
-                    reply = await getattr(stub, method)(request, metadata=self._metadata,
-                                                        timeout=self.props.connection_ms / 1000)
+                    metadata = await self._prover.metadata(channel, f"the HA coordinator at {endpoint}",
+                                                           timeout_s=timeout)
+                    reply = await getattr(stub, method)(request, metadata=metadata, timeout=timeout)
                 except grpc.aio.AioRpcError as exc:
                     if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                         raise CoordinatorUnavailable(f"the HA coordinator at {endpoint} refused {method}: "

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 
 from meshmq.activation import FAILED_BACK, LEASE_LOST
 from meshmq.config.models import BrokerConfig
-from meshmq.security.cluster_identity import cluster_metadata
+from meshmq.security.cluster_identity import cluster_prover, node_channel_credentials
 
 from .etcd_quorum import EtcdQuorum, QuorumLost
 from .pair import ReplicatingPair
@@ -47,7 +47,8 @@ class ReplicationActivation(ReplicatingPair):
         props = rep.manager.properties
         coordination_id = rep.primary.coordination_id if rep.primary and rep.primary.coordination_id else ""
         if rep.manager.class_name == "coordinator":  # the HA coordinator service decides (service.py)
-            self.quorum = RemoteQuorum(props, coordination_id, self.instance, cluster_metadata(config))
+            self.quorum = RemoteQuorum(props, coordination_id, self.instance, cluster_prover(config),
+                                       node_channel_credentials(config))
         else:
             self.quorum = EtcdQuorum(props, coordination_id, self.instance)
         self.description = self.quorum.description

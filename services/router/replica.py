@@ -95,7 +95,7 @@ class ReplicaRunner:
     async def _replicate_from(self, endpoint: str) -> None:
         channel = self._identity.open(endpoint)
         try:
-            call = rgrpc.ReplicationStub(channel).Attach(metadata=self._identity.metadata)
+            call = rgrpc.ReplicationStub(channel).Attach(metadata=await self._identity.metadata(channel, endpoint))
             await call.write(rpb.ReplicaMessage(hello=rpb.ReplicaHello(
                 node_name=self.config.name, instance_id=self.instance_id, group_name=self._group,
                 connector=self._connector())))

@@ -18,6 +18,7 @@ from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.journal_client import JournalAPI
 from meshmq.security.authentication import Authenticator
 from meshmq.security.authorization import Authorizer
+from meshmq.security.cluster_proof import CHALLENGE_METHOD
 from meshmq.security.passwords import is_hashed
 from meshmq.transport import (MAX_CLIENT_FRAME, ClusterIdentityCheck, UserCheck, add_servicer, bind_listener,
                               server_options)
@@ -117,7 +118,9 @@ class BrokerServicer(bgrpc.BrokerServicer):
 # they run, so a refused caller gets UNAUTHENTICATED (never INTERNAL) and the log one line per 10 s.
 QUORUM_METHODS = ("/meshmq.v1.Cluster/Vote", "/meshmq.v1.Cluster/ForgetCopy", "/meshmq.v1.Cluster/Members",
                   "/meshmq.v1.Cluster/RequestBackup")
-CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach")
+# The challenge is how a caller proves itself without a user (meshmq/security/cluster_proof.py).
+CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach",
+                              CHALLENGE_METHOD)
 
 
 class RouterNode:

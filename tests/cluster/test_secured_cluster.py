@@ -23,7 +23,8 @@ from meshmq.discovery import DiscoveryError, GrpcDiscoveryClient
 from meshmq.errors import Reason
 from meshmq.launcher import ClusterUpError, LocalCluster, load_cluster_spec
 from meshmq.security.certs import create_ca
-from meshmq.transport import channel_credentials, cluster_credentials_metadata, credentials_metadata
+from meshmq.security.cluster_proof import ClusterProver
+from meshmq.transport import channel_credentials, credentials_metadata
 from meshmq.v1 import discovery_pb2 as dpb
 
 from .test_local_cluster import forwarded_across, gone
@@ -138,7 +139,7 @@ async def test_the_secured_example_up_used_and_down(launched, secured_file):
     request = dpb.ListNodesRequest(cluster_name="secured-3")
     stranger = GrpcDiscoveryClient(endpoints["discovery"], credentials=tls)
     cluster = GrpcDiscoveryClient(endpoints["discovery"], credentials=tls,
-                                  metadata=cluster_credentials_metadata(n1.cluster_user, n1.cluster_password))
+                                  prover=ClusterProver(n1.cluster_user, n1.cluster_password))
     app = GrpcDiscoveryClient(endpoints["discovery"], credentials=tls, metadata=credentials_metadata(*APP))
     try:
         with pytest.raises(DiscoveryError) as unauthenticated:

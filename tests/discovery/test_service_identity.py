@@ -12,8 +12,10 @@ import pytest
 from meshmq.discovery import Announcer, DiscoveryCore, DiscoveryError, GrpcDiscoveryClient, TopologyWatcher
 from meshmq.discovery.etcd_backend import EtcdBackend
 from meshmq.errors import Reason
-from meshmq.transport import cluster_credentials_metadata, credentials_metadata
+from meshmq.security.cluster_proof import ClusterProver
+from meshmq.transport import credentials_metadata
 from meshmq.v1 import discovery_pb2 as dpb
+from tests.fixtures.cluster_proof import member_proof
 
 from .procs import Recorder, eventually, node_ids
 
@@ -46,12 +48,12 @@ def node(node_id: str, port: int) -> dpb.ClusterNode:
 
 async def test_only_the_cluster_announces_and_strangers_cannot_read(etcd_session, procs):
     svc = await procs.discovery_service("svc", service_yaml(etcd_session.endpoint)).start()
-    cluster = GrpcDiscoveryClient(svc.endpoint, metadata=cluster_credentials_metadata("meshmq.cluster", SECRET))
+    cluster = GrpcDiscoveryClient(svc.endpoint, prover=ClusterProver("meshmq.cluster", SECRET))
     user = GrpcDiscoveryClient(svc.endpoint, metadata=credentials_metadata("app", "app-pw"))
     strangers = {
         "no credential": GrpcDiscoveryClient(svc.endpoint),
         "wrong cluster password": GrpcDiscoveryClient(
-            svc.endpoint, metadata=cluster_credentials_metadata("meshmq.cluster", "guess")),
+            svc.endpoint, metadata=member_proof("guess")),
         "a user's wrong password": GrpcDiscoveryClient(svc.endpoint, metadata=credentials_metadata("app", "guess")),
     }
     etcd = DiscoveryCore(EtcdBackend([etcd_session.endpoint]), refresh_timeout_ms=RT_MS)
@@ -109,7 +111,7 @@ async def test_a_refused_announcer_always_hears_why(etcd_session, procs):
     svc = await procs.discovery_service("svc", service_yaml(etcd_session.endpoint)).start()
     told: dict[str, int] = {}
     for _ in range(100):
-        client = GrpcDiscoveryClient(svc.endpoint, metadata=cluster_credentials_metadata("meshmq.cluster", "guess"))
+        client = GrpcDiscoveryClient(svc.endpoint, metadata=member_proof("guess"))
         fake = Announcer(client, node("fake", 7666), broadcast_period_ms=BP_MS, refresh_timeout_ms=RT_MS,
                          initial_wait_timeout_ms=1000)
         try:
@@ -146,7 +148,9 @@ async def test_a_router_announces_with_its_cluster_credential(etcd_session, proc
     impostor = nodes.router("impostor", extra=router_yaml(svc.endpoint, "identity-router", "guess"), start=False)
     with pytest.raises(RuntimeError, match="exited with 2") as err:
         await asyncio.to_thread(impostor.start)
-    assert "requires the cluster credential (cluster-user / cluster-password)" in str(err.value)
+    # The impostor finds the service cannot prove it shares the impostor's password, and announces nothing.
+    assert (f"discovery service at {svc.endpoint} did not prove it belongs to this cluster (its answer to the "
+            "challenge is wrong: cluster-user / cluster-password differ); nothing was sent to it") in str(err.value)
 
 
 async def test_the_discovery_service_under_fuzz(etcd_session, procs):
@@ -168,10 +172,10 @@ async def test_the_discovery_service_under_fuzz(etcd_session, procs):
             loop.run_until_complete(channel.close())
             loop.close()
 
-    strangers = [(), cluster_credentials_metadata("meshmq.cluster", "guess"), credentials_metadata("app", "no")]
+    strangers = [(), member_proof("guess"), credentials_metadata("app", "no")]
     assert await asyncio.to_thread(run, strangers, False, 60) >= 60
     assert not (await user.list(dpb.ListNodesRequest(cluster_name="fuzzed"))).nodes  # strangers announced nothing
-    cluster = [cluster_credentials_metadata("meshmq.cluster", SECRET)]
+    cluster = [member_proof(SECRET)]
     assert await asyncio.to_thread(run, cluster, True, 30) >= 30
     assert svc.proc.poll() is None
     assert "Traceback" not in svc.log_path.read_text()

@@ -81,11 +81,9 @@ async def test_the_coordinator_refuses_callers_without_the_cluster_credential(no
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await quorums(c)
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
-    from meshmq.security.cluster_identity import cluster_metadata
-    from meshmq.config.loader import load_config_text
+    from tests.fixtures.cluster_proof import member_proof
 
-    ok = cluster_metadata(load_config_text("cluster-password: a-secret-for-tests\n"))
-    assert await quorums(c, ok) == []
+    assert await quorums(c, member_proof("a-secret-for-tests")) == []
 
 
 async def test_a_bad_quorum_key_is_refused_naming_what_is_wrong(nodes, etcd):

@@ -22,10 +22,11 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from meshmq.client import connect
 from meshmq.errors import REASON_METADATA_KEY, Reason
-from meshmq.transport import CLUSTER_PASSWORD_KEY, CLUSTER_USER_KEY, open_channel
+from meshmq.transport import open_channel
 from meshmq.v1 import discovery_pb2 as dpb
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
+from tests.fixtures.cluster_proof import member_proof
 from tests.fixtures.nodes import Nodes, ServiceProcess
 
 pytestmark = pytest.mark.integration
@@ -37,13 +38,15 @@ users:
   - {{username: app, password: app-pw}}
 cluster-password: {SECRET}
 """
-CLUSTER = ((CLUSTER_USER_KEY, "meshmq.cluster"), (CLUSTER_PASSWORD_KEY, SECRET))
-# No credential; the right user with a wrong password; a wrong user with the
-# right password; a client user's credentials (a user is not the cluster).
+CLUSTER = member_proof(SECRET)
+# No credential; a proof made with a wrong password, or for a wrong user; the
+# password itself; a client user's credentials (a user is not the cluster).
 STRANGERS = {
     "none": (),
-    "wrong-password": ((CLUSTER_USER_KEY, "meshmq.cluster"), (CLUSTER_PASSWORD_KEY, "guess")),
-    "wrong-user": ((CLUSTER_USER_KEY, "admin"), (CLUSTER_PASSWORD_KEY, SECRET)),
+    "wrong-password": member_proof("guess"),
+    "wrong-user": member_proof(SECRET, "admin"),
+    # The password itself, as meshmq once sent it: it never travels, so it proves nothing.
+    "the-password": (("x-meshmq-cluster-user", "meshmq.cluster"), ("x-meshmq-cluster-password", SECRET)),
     "user-credentials": (("x-meshmq-username", "app"), ("x-meshmq-password", "app-pw")),
 }
 
@@ -185,9 +188,10 @@ def test_a_router_with_another_cluster_password_is_refused_by_its_journal(secure
                             start=False)
     with pytest.raises(RuntimeError, match="exited with 2") as err:
         impostor.start()
-    assert (f"the journal service at {journal.endpoint} refused this node: /meshmq.v1.Journal/Open: the journal "
-            "service requires the cluster credential (cluster-user / cluster-password); give the node the same "
-            "cluster-user and cluster-password as the journal service (UNAUTHENTICATED)") in str(err.value)
+    assert (f"the journal service at {journal.endpoint} refused this node: journal service at {journal.endpoint} did "
+            "not prove it belongs to this cluster (its answer to the challenge is wrong: cluster-user / "
+            "cluster-password differ); nothing was sent to it") in str(err.value)
+    assert "give the node the same cluster-user and cluster-password as the journal service" in str(err.value)
 
 
 def serve(tmp_path, service: str, config: str) -> subprocess.CompletedProcess:

@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 
 from meshmq.client import connect
 from meshmq.errors import REASON_METADATA_KEY
-from meshmq.transport import cluster_credentials_metadata, credentials_metadata
+from meshmq.transport import credentials_metadata
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import management_pb2 as mgpb
+from tests.fixtures.cluster_proof import member_proof
 
 pytestmark = pytest.mark.integration
 
@@ -160,7 +161,7 @@ def test_random_and_truncated_requests_with_and_without_credentials(secured):
     assert loop.run_until_complete(snapshot()) == before  # nothing changed
     assert secured.proc.poll() is None
     # A user, and another node of the cluster (the cluster credential opens Cluster.Link).
-    app = [credentials_metadata("app", "pw"), cluster_credentials_metadata("meshmq.cluster", "fuzz-router-cluster-secret")]
+    app = [credentials_metadata("app", "pw"), member_proof("fuzz-router-cluster-secret")]
     assert fuzz(loop, channel, ROUTER_METHODS, app, authenticated=True, examples=90) >= 90
     assert secured.proc.poll() is None, secured.log_tail()
     assert "Traceback" not in secured.log_path.read_text()
@@ -177,7 +178,7 @@ def test_the_journal_service_under_fuzz(nodes):
     and append: it is the cluster): strangers change nothing, nothing exits."""
     journal = nodes.journal("fuzz-journal", extra=f"cluster-password: {CLUSTER_SECRET}\n")
     loop, channel = open_loop_and_channel(journal.endpoint)
-    cluster = cluster_credentials_metadata("meshmq.cluster", CLUSTER_SECRET)
+    cluster = member_proof(CLUSTER_SECRET)
 
     async def stored() -> bytes:
         stub = channel.unary_unary("/meshmq.v1.Journal/Open", jpb.OpenRequest.SerializeToString,
@@ -186,7 +187,7 @@ def test_the_journal_service_under_fuzz(nodes):
         return opened.SerializeToString()
 
     before = loop.run_until_complete(stored())
-    strangers = [(), cluster_credentials_metadata("meshmq.cluster", "guess"), credentials_metadata("app", "pw")]
+    strangers = [(), member_proof("guess"), credentials_metadata("app", "pw")]
     assert fuzz(loop, channel, JOURNAL_METHODS, strangers, authenticated=False) >= 60
     assert loop.run_until_complete(stored()) == before  # same epoch, node id and message ids: nothing changed
     assert fuzz(loop, channel, JOURNAL_METHODS, [cluster], authenticated=True, examples=40) >= 40

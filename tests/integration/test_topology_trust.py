@@ -5,8 +5,9 @@ client's password: without TLS it uses only the URI's own hosts (and says so
 once); with TLS a node must prove its announced host name with a certificate
 from the trusted CA, and the fake cannot.
 
-The fake node is a plain grpc.aio server that answers the Broker and
-Management services just enough to record the metadata of every call it gets.
+The fake node (tests/fixtures/fake_node.py) is a plain grpc.aio server that
+answers the Broker and Management services just enough to record the
+metadata of every call it gets.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import uuid
 import aetcd
 import grpc
 import pytest
-from google.protobuf import json_format, message_factory
+from google.protobuf import json_format
 
 from meshmq.client import InvalidRequestError, MeshMQError, connect
-from meshmq.transport import PASSWORD_KEY, USERNAME_KEY
-from meshmq.v1 import broker_pb2, discovery_pb2, management_pb2
+from meshmq.v1 import discovery_pb2
+from tests.fixtures.fake_node import FakeNode
 from tests.integration.test_discovery_uris import announcing
 
 pytestmark = pytest.mark.integration
@@ -41,73 +42,6 @@ SESSIONS = 6
 def secured_node(etcd, cluster: str, acceptors: str = "") -> str:
     """Node YAML: security on with one user, announcing to `cluster` in etcd."""
     return SECURED + textwrap.dedent(announcing(etcd, cluster)) + acceptors
-
-
-class FakeNode:
-    """A stranger on the network posing as a meshmq node: every call is recorded
-    (method, metadata); GetNodeInfo answers, everything else is refused."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, str]]] = []
-        self.server: grpc.aio.Server | None = None
-        self.endpoint = ""
-
-    def _record(self, method: str, context) -> None:
-        self.calls.append((method, {k: v for k, v in context.invocation_metadata() or ()}))
-
-    def _handlers(self, service) -> grpc.GenericRpcHandler:
-        handlers = {}
-        for m in service.methods:
-            request_cls = message_factory.GetMessageClass(m.input_type)
-            response_cls = message_factory.GetMessageClass(m.output_type)
-            name = f"{service.name}/{m.name}"
-
-            if m.client_streaming or m.server_streaming:
-                async def streaming(request_or_stream, context, name=name):
-                    self._record(name, context)
-                    await context.abort(grpc.StatusCode.UNAVAILABLE, "fake node")
-
-                factory = {
-                    (False, True): grpc.unary_stream_rpc_method_handler,
-                    (True, False): grpc.stream_unary_rpc_method_handler,
-                    (True, True): grpc.stream_stream_rpc_method_handler,
-                }[(m.client_streaming, m.server_streaming)]
-                behaviour = streaming
-            else:
-                async def unary(request, context, name=name, response_cls=response_cls):
-                    self._record(name, context)
-                    if name == "Management/GetNodeInfo":
-                        return management_pb2.NodeInfo(node_id="fake-node", name="n-fake")
-                    await context.abort(grpc.StatusCode.UNAVAILABLE, "fake node")
-
-                factory, behaviour = grpc.unary_unary_rpc_method_handler, unary
-            handlers[m.name] = factory(
-                behaviour, request_deserializer=request_cls.FromString,
-                response_serializer=response_cls.SerializeToString,
-            )
-        return grpc.method_handlers_generic_handler(service.full_name, handlers)
-
-    async def start(self, credentials: grpc.ServerCredentials | None = None) -> FakeNode:
-        self.server = grpc.aio.server()
-        self.server.add_generic_rpc_handlers((
-            self._handlers(broker_pb2.DESCRIPTOR.services_by_name["Broker"]),
-            self._handlers(management_pb2.DESCRIPTOR.services_by_name["Management"]),
-        ))
-        if credentials is None:
-            port = self.server.add_insecure_port("127.0.0.1:0")
-        else:
-            port = self.server.add_secure_port("127.0.0.1:0", credentials)
-        await self.server.start()
-        self.endpoint = f"127.0.0.1:{port}"
-        return self
-
-    def leaked(self) -> list[str]:
-        """The calls that carried the client's credentials."""
-        return [method for method, md in self.calls if PASSWORD_KEY in md or USERNAME_KEY in md]
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            await self.server.stop(None)
 
 
 async def announce_in_etcd(etcd, cluster: str, connector: str):

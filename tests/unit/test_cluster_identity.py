@@ -12,15 +12,10 @@ import pytest
 from meshmq.config import defaults
 from meshmq.config.loader import ConfigError, load_config_text
 from meshmq.security.authentication import Authenticator
-from meshmq.security.cluster_identity import cluster_metadata, server_interceptors, service_problem, start_warnings
-from meshmq.transport import (
-    CLUSTER_PASSWORD_KEY,
-    CLUSTER_USER_KEY,
-    PASSWORD_KEY,
-    USERNAME_KEY,
-    ClusterIdentityCheck,
-    has_cluster_credential,
-)
+from meshmq.security.cluster_identity import cluster_prover, server_interceptors, service_problem, start_warnings
+from meshmq.security.cluster_proof import CLUSTER_PROOF_KEY, CLUSTER_USER_KEY, NONCE_TTL_MS, cluster_key
+from meshmq.transport import PASSWORD_KEY, USERNAME_KEY, ClusterIdentityCheck, has_cluster_credential
+from tests.fixtures.cluster_proof import member_proof
 
 ROOT = Path(__file__).resolve().parents[2]
 SECURED = "security-enabled: true\nusers: [{username: app, password: app-pw}]\n"
@@ -37,9 +32,10 @@ def problems(text: str) -> list[str]:
 def test_the_keys_and_their_defaults():
     cfg = load_config_text("")
     assert (cfg.cluster_user, cfg.cluster_password) == ("meshmq.cluster", None)
-    assert cluster_metadata(cfg) == ()
+    assert not cluster_prover(cfg).enabled
     cfg = load_config_text("cluster-user: ops.cluster\ncluster-password: s3cret\n")
-    assert cluster_metadata(cfg) == ((CLUSTER_USER_KEY, "ops.cluster"), (CLUSTER_PASSWORD_KEY, "s3cret"))
+    prover = cluster_prover(cfg)
+    assert prover.enabled and prover.user == "ops.cluster"
 
 
 @pytest.mark.parametrize(("uses", "named"), [
@@ -104,20 +100,43 @@ def test_every_cluster_password_in_the_docs_and_examples_is_warned_about():
     assert found <= defaults.EXAMPLE_CLUSTER_PASSWORDS
 
 
-def test_the_credential_compare():
-    md = {CLUSTER_USER_KEY: "meshmq.cluster", CLUSTER_PASSWORD_KEY: "s3cret"}
+def test_the_proof_check():
+    md = dict(member_proof("s3cret"))
+    assert "s3cret" not in repr(md)
     assert has_cluster_credential(md, "meshmq.cluster", "s3cret")
     assert not has_cluster_credential(md, "meshmq.cluster", "s3cret!")
-    assert not has_cluster_credential(md, "other", "s3cret")
+    assert not has_cluster_credential(dict(member_proof("s3cret", "other")), "meshmq.cluster", "s3cret")
     assert not has_cluster_credential({}, "meshmq.cluster", "s3cret")
-    assert not has_cluster_credential({CLUSTER_PASSWORD_KEY: "s3cret"}, "meshmq.cluster", "s3cret")
+    # The password itself, as meshmq once sent it, proves nothing.
+    assert not has_cluster_credential({CLUSTER_USER_KEY: "meshmq.cluster", "x-meshmq-cluster-password": "s3cret"},
+                                      "meshmq.cluster", "s3cret")
+
+
+def test_a_proof_expires_and_cannot_be_altered():
+    import time
+
+    stale = dict(member_proof("s3cret", now_ms=int(time.time() * 1000) - NONCE_TTL_MS - 1))
+    assert not has_cluster_credential(stale, "meshmq.cluster", "s3cret")
+    md = dict(member_proof("s3cret"))
+    version, client_nonce, mac, server_nonce = md[CLUSTER_PROOF_KEY].split(".", 3)
+    expires, rand, nonce_mac = server_nonce.split(".")
+    later = f"{version}.{client_nonce}.{mac}.{int(expires) + NONCE_TTL_MS}.{rand}.{nonce_mac}"  # a longer life
+    assert not has_cluster_credential({**md, CLUSTER_PROOF_KEY: later}, "meshmq.cluster", "s3cret")
+    for garbage in ("", "v1", "v1.a.b.c", "v2." + md[CLUSTER_PROOF_KEY][3:], "v1.!!.!!.1.2.3", "x" * 5000):
+        assert not has_cluster_credential({**md, CLUSTER_PROOF_KEY: garbage}, "meshmq.cluster", "s3cret")
+
+
+def test_the_cluster_key_depends_on_user_and_password():
+    keys = {cluster_key("meshmq.cluster", "s3cret"), cluster_key("meshmq.cluster", "s3cret!"),
+            cluster_key("other", "s3cret")}
+    assert len(keys) == 3 and all(len(k) == 32 for k in keys)
 
 
 def test_who_the_check_admits():
     cfg = load_config_text(SECURED + "cluster-password: s3cret\n")
     assert server_interceptors(load_config_text(""), "journal") == []
     [journal] = server_interceptors(cfg, "journal")
-    cluster = {CLUSTER_USER_KEY: "meshmq.cluster", CLUSTER_PASSWORD_KEY: "s3cret"}
+    cluster = dict(member_proof("s3cret"))
     user = {USERNAME_KEY: "app", PASSWORD_KEY: "app-pw"}
     assert journal.admits("/meshmq.v1.Journal/Load", cluster)
     assert not journal.admits("/meshmq.v1.Journal/Load", user)

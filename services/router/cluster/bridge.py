@@ -173,8 +173,9 @@ class Bridge:
             except asyncio.CancelledError:
                 raise
             except LinkRefused as exc:
+                if self.problem != str(exc):  # once per refusal, not at every retry-interval
+                    log.error("cluster connection %s: link to %s refused: %s", self.cc_name, self.endpoint, exc)
                 self.problem = str(exc)
-                log.error("cluster connection %s: link to %s refused: %s", self.cc_name, self.endpoint, exc)
             except _Self:
                 self.state = SELF
                 log.debug("cluster connection %s: %s is this node; no link", self.cc_name, self.endpoint)
@@ -217,10 +218,10 @@ class Bridge:
         # with UNAVAILABLE, before call-timeout could ever apply.
         previous, self._channel = self._channel, self._identity.open(self.endpoint)
         stub = cgrpc.ClusterStub(self._channel)
-        call = stub.Link(metadata=self._identity.metadata)
-        self._call = call
         timeout = self.cc.call_timeout / 1000
         try:
+            call = stub.Link(metadata=await self._identity.metadata(self._channel, self.endpoint, timeout_s=timeout))
+            self._call = call
             await wait_for(call.write(self._identity.hello(
                 self.cc_name, self.broker.node_id, self._node_name, max_hops=self.cc.max_hops,
                 scale_down=self._scale_down, check_period_ms=self.cc.check_period)), timeout)

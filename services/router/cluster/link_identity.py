@@ -7,9 +7,11 @@ other nodes link to is this node's connector (the cluster connection's
 set up alike, so the acceptor serving that endpoint says what a link needs:
 with `ssl-enabled`, links use TLS, trusting the acceptor's `trust-path` (the
 cluster's CA; without one, the system's CAs) and presenting the acceptor's
-own certificate (so a target with `need-client-auth` accepts it). The
-cluster credential (cluster-user / cluster-password) rides on every link as
-call metadata either way.
+own certificate (so a target with `need-client-auth` accepts it). The same
+channel settings serve this node's other calls to the cluster's services (the
+HA coordinator, a discovery service). With a cluster password, every call
+carries a proof of membership, given only after the peer proved its own
+(meshmq/security/cluster_proof.py); the password itself never travels.
 """
 
 from __future__ import annotations
@@ -19,26 +21,34 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from meshmq.security.cluster_identity import cluster_metadata
-from meshmq.transport import channel_credentials, open_channel
+from meshmq.security.cluster_identity import cluster_prover, node_channel_credentials
+from meshmq.security.cluster_proof import ClusterProver
+from meshmq.transport import open_channel
 from meshmq.v1 import cluster_pb2 as cpb
 
 if TYPE_CHECKING:
-    from meshmq.config.models import Acceptor, BrokerConfig
+    from meshmq.config.models import BrokerConfig
 
 
 @dataclass(frozen=True)
 class LinkIdentity:
-    """What every link of this node presents: its channel credentials, call
-    metadata, and the connector others link back to ("" = none: scale-down)."""
+    """What every link of this node presents: its channel credentials, its
+    proof of cluster membership, and the connector others link back to ("" =
+    none: scale-down)."""
 
-    metadata: tuple[tuple[str, str], ...] = ()
+    prover: ClusterProver
     credentials: grpc.ChannelCredentials | None = None
     connector: str = ""
 
     def open(self, endpoint: str) -> grpc.aio.Channel:
         """A channel to another node's acceptor at `endpoint`."""
         return open_channel(endpoint, credentials=self.credentials)
+
+    async def metadata(self, channel: grpc.aio.Channel, endpoint: str, *,
+                       timeout_s: float | None = 10.0) -> tuple[tuple[str, str], ...]:
+        """The metadata for a call over `channel` to `endpoint`, after the peer
+        proved it is a member (UNAUTHENTICATED AioRpcError when it did not)."""
+        return await self.prover.metadata(channel, endpoint, timeout_s=timeout_s)
 
     @property
     def tls(self) -> bool:
@@ -50,21 +60,5 @@ class LinkIdentity:
                                                    node_name=node_name, connector=self.connector, **more))
 
 
-def connector_acceptor(config: BrokerConfig) -> Acceptor:
-    """The acceptor other nodes link to: the one at the connector-ref's
-    host:port, else the first (the default connector)."""
-    refs = [cc.connector_ref for cc in config.cluster_connections.values() if cc.connector_ref]
-    if refs:
-        host, _, port = config.connectors[refs[0]].rpartition(":")
-        for acceptor in config.acceptors:
-            if acceptor.host == host and str(acceptor.port) == port:
-                return acceptor
-    return config.acceptors[0]
-
-
 def link_identity(config: BrokerConfig, connector: str = "") -> LinkIdentity:
-    acceptor = connector_acceptor(config)
-    credentials = None
-    if acceptor.ssl_enabled:
-        credentials = channel_credentials(acceptor.trust_path, acceptor.cert_path, acceptor.key_path)
-    return LinkIdentity(cluster_metadata(config), credentials, connector)
+    return LinkIdentity(cluster_prover(config), node_channel_credentials(config), connector)

@@ -78,7 +78,8 @@ async def probe(endpoint: str, identity: LinkIdentity, node_id: str, node_name: 
     """Why `endpoint` cannot take the messages, or `Welcomed` (its node id) when it can."""
     channel = identity.open(endpoint)
     try:
-        call = cgrpc.ClusterStub(channel).Link(metadata=identity.metadata)
+        call = cgrpc.ClusterStub(channel).Link(
+            metadata=await identity.metadata(channel, endpoint, timeout_s=PROBE_TIMEOUT_S))
         await wait_for(call.write(identity.hello(SCALE_DOWN, node_id, node_name, max_hops=0,
                                                  scale_down=True)), PROBE_TIMEOUT_S)
         first = await wait_for(call.read(), PROBE_TIMEOUT_S)
