@@ -46,7 +46,7 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hi
     import logging
 
     from meshmq.runtime import NodeHalted, ScaleDownFailed, keep_files_private, setup_logging
-    from meshmq.security.exposure import open_banner, start_problems
+    from meshmq.security.exposure import open_banner, start_problems, start_warnings
     from meshmq.service_registry import UnknownServiceError, service
 
     keep_files_private()
@@ -67,6 +67,8 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hi
     banner = open_banner(config, name)
     if banner is not None:  # after the effective configuration, where it is seen
         logging.getLogger("meshmq.security").warning(banner)
+    for warning in start_warnings(config, name):
+        logging.getLogger("meshmq.security").warning(warning)
 
     def announce(info: dict) -> None:
         click.echo(svc.ready_line(info))

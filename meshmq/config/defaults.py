@@ -42,6 +42,9 @@ CLUSTER_PASSWORD: Final = None
 # Cluster passwords printed in examples (Artemis's default, meshmq's docs): a service configured with one
 # logs a warning at every start. tests/unit/test_cluster_identity.py checks the docs against this list.
 EXAMPLE_CLUSTER_PASSWORDS: Final = frozenset({"CHANGE ME!!", "change-me-cluster-secret"})
+# insecure-cluster: let a process with security-enabled and a cluster-password serve its gRPC listeners
+# without TLS beyond loopback (messages and membership proofs readable on the wire); logged at every start.
+INSECURE_CLUSTER: Final = False
 
 # login-throttle (meshmq's own; meshmq/security/login_throttle.py): failed log-ins per username and per
 # source address. free-attempts failures cost nothing; then each attempt waits initial-delay, doubling per

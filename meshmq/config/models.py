@@ -1122,6 +1122,8 @@ class BrokerConfig(_Model):
     # What the node's services prove they belong to the cluster with (meshmq/security/cluster_identity.py).
     cluster_user: NonEmptyStr = defaults.CLUSTER_USER
     cluster_password: NonEmptyStr | None = defaults.CLUSTER_PASSWORD
+    # Secured, yet plain text beyond loopback on purpose (meshmq/security/exposure.py).
+    insecure_cluster: bool = defaults.INSECURE_CLUSTER
     login_throttle: LoginThrottle = Field(default_factory=LoginThrottle)
     acceptors: tuple[Acceptor, ...] = Field(default_factory=lambda: (Acceptor(),))
     rebalance_cluster_clients: bool = defaults.REBALANCE_CLUSTER_CLIENTS

@@ -13,7 +13,13 @@ wants on a network, so:
 * a process whose listeners reach beyond loopback (0.0.0.0, ::, a LAN
   address, a host name that resolves off loopback) refuses to start with
   security off unless the config writes ``security-enabled: false`` itself
-  (`start_problems`): the default must not be what opens a broker to a network.
+  (`start_problems`): the default must not be what opens a broker to a network;
+* with security on and a cluster password, a gRPC listener beyond loopback
+  without TLS carries every message, and the proofs of cluster membership,
+  readable on the wire; a relaying stranger could ride a member's proof
+  (meshmq/security/cluster_proof.py). So that, too, is refused unless the
+  config writes ``insecure-cluster: true``, which is then logged at every
+  start (`start_warnings`).
 
 `start_problems` is the one place that says why a config may not start a
 process; checks of the same kind belong beside it. The CLI asks both for
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
     from meshmq.config.models import BrokerConfig
 
 _SEE = 'docs/security.md, "Security off"'
+_SEE_TLS = 'docs/security.md, "Cluster identity"'
 
 
 @dataclass(frozen=True)
@@ -41,6 +48,9 @@ class ListenerUse:
     host: str
     port: int
     open_to_anyone: str
+    # TLS on it; whether it carries the cluster's own traffic (gRPC: links, votes, journal, discovery).
+    tls: bool = False
+    cluster: bool = False
 
     @property
     def address(self) -> str:
@@ -80,23 +90,26 @@ def listener_uses(config: BrokerConfig, service: str) -> list[ListenerUse]:
     reaching it may do when security is off."""
     uses: list[ListenerUse] = []
     if service == "router":
-        uses += [ListenerUse(f"acceptors[{i}]", a.host, a.port, _router_acceptor(config, a.ssl_enabled))
+        uses += [ListenerUse(f"acceptors[{i}]", a.host, a.port, _router_acceptor(config, a.ssl_enabled),
+                             a.ssl_enabled, cluster=True)
                  for i, a in enumerate(config.acceptors)]
     elif service == "journal":
         listen = config.journal.listen
         uses.append(ListenerUse("journal.listen", listen.host, listen.port,
                                 _cluster_part(config, "the journal service (read, write and fence every stored "
-                                                      "message)") + _tls(listen.ssl_enabled)))
+                                                      "message)") + _tls(listen.ssl_enabled),
+                                listen.ssl_enabled, cluster=True))
     elif service == "discovery":
         listen = config.discovery.listen
         uses.append(ListenerUse("discovery.listen", listen.host, listen.port,
                                 _cluster_part(config, "announcing a node (clients then connect to it) and listing "
-                                                      "the nodes") + _tls(listen.ssl_enabled)))
+                                                      "the nodes") + _tls(listen.ssl_enabled),
+                                listen.ssl_enabled, cluster=True))
     elif service == "ha-coordinator":
         listen = config.ha_coordinator.listen
         uses.append(ListenerUse("ha-coordinator.listen", listen.host, listen.port,
                                 _cluster_part(config, "activations and leases (which node serves a store)")
-                                + _tls(listen.ssl_enabled)))
+                                + _tls(listen.ssl_enabled), listen.ssl_enabled, cluster=True))
     if service == "gateway" or (service == "router" and config.gateway.enabled):
         listen = config.gateway.listen
         uses.append(ListenerUse("gateway.listen", listen.host, listen.port, _gateway(config)))
@@ -135,7 +148,33 @@ def start_problems(config: BrokerConfig, service: str) -> list[str]:
                 f"security off (the default): anyone who reaches it could use it without logging in. Write "
                 f"`security-enabled: true` with users to secure it, or `security-enabled: false` to run it open on "
                 f"purpose ({_SEE})")
+    plain = _plain_cluster_listeners(config, service)
+    if plain and not config.insecure_cluster:
+        where = ", ".join(f"{u.key} ({u.address})" for u in plain)
+        problems.append(
+            f"insecure-cluster: not set, and the {service} would serve the cluster's traffic in plain text beyond "
+            f"this machine on {where}: with security-enabled and a cluster-password, every message and every proof "
+            f"of cluster membership would be readable on the wire. Give it TLS (ssl-enabled, cert-path, key-path, "
+            f"trust-path: the cluster's CA), or write `insecure-cluster: true` to run it so on purpose ({_SEE_TLS})")
     return problems
+
+
+def _plain_cluster_listeners(config: BrokerConfig, service: str) -> list[ListenerUse]:
+    """The listeners beyond loopback, without TLS, that carry a secured cluster's traffic."""
+    if not (config.security_enabled and config.cluster_password is not None):
+        return []
+    return [u for u in listener_uses(config, service) if u.cluster and not u.tls and not is_loopback(u.host)]
+
+
+def start_warnings(config: BrokerConfig, service: str) -> list[str]:
+    """What the `service` process logs as warnings at every start about what it leaves exposed."""
+    plain = _plain_cluster_listeners(config, service)
+    if not (plain and config.insecure_cluster):
+        return []
+    where = ", ".join(f"{u.key} ({u.address})" for u in plain)
+    return [f"insecure-cluster: true: the cluster's traffic goes in plain text beyond this machine on {where}; "
+            f"anyone on the network path reads every message and may replay a proof of membership for an hour "
+            f"({_SEE_TLS})"]
 
 
 def open_banner(config: BrokerConfig, service: str) -> str | None:

@@ -156,3 +156,25 @@ def coordinator_with_tls(nodes, etcd, listen_tls: str):
         f"  etcd: {{endpoints: ['{etcd.endpoint}']}}\n"))
     nodes.started.append(p)
     return p.start()
+
+
+def test_a_secured_cluster_in_plain_text_beyond_loopback_does_not_start_unless_written(tmp_path):
+    """Refused before anything is bound or made; the error names the key and the listener."""
+    import sys
+
+    from tests.fixtures.nodes import router_config
+
+    config = tmp_path / "node.yaml"
+    config.write_text(router_config("plain", tmp_path / "data", extra=textwrap.dedent(f"""
+        security-enabled: true
+        users: [{{username: app, password: app-pw}}]
+        cluster-password: {SECRET}
+        acceptors:
+          - {{name: grpc, host: 0.0.0.0, port: 0}}
+        """)))
+    done = subprocess.run([sys.executable, "-m", "meshmq.cli.main", "serve", "router", "--config", str(config),
+                           "--quiet"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert ("insecure-cluster: not set, and the router would serve the cluster's traffic in plain text beyond this "
+            "machine on acceptors[0] (0.0.0.0:<any free port>)") in done.stderr
+    assert not (tmp_path / "data").exists()

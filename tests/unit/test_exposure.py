@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from meshmq.config.loader import load_config_text
-from meshmq.security.exposure import is_loopback, listener_uses, open_banner, start_problems
+from meshmq.security.exposure import is_loopback, listener_uses, open_banner, start_problems, start_warnings
 
 
 @pytest.mark.parametrize(("host", "loopback"), [
@@ -70,3 +70,40 @@ def test_the_banner_names_every_listener_and_what_a_cluster_password_closes():
            "only with the cluster-password" in closed
     assert open_banner(load_config_text("security-enabled: true\nusers: [{username: u, password: p}]\n"),
                        "router") is None
+
+
+SECURED_CLUSTER = "security-enabled: true\nusers: [{username: u, password: p}]\ncluster-password: s3cret-s3cret\n"
+
+
+def test_a_secured_cluster_in_plain_text_beyond_loopback_needs_insecure_cluster_written():
+    """Only the gRPC listeners that carry the cluster's traffic count; TLS or loopback ones are fine."""
+    config = load_config_text(SECURED_CLUSTER + ALL_LISTENERS)
+    [problem] = start_problems(config, "router")
+    assert problem.startswith("insecure-cluster: not set, and the router would serve the cluster's traffic in "
+                              "plain text beyond this machine on acceptors[0] (0.0.0.0:61616):")
+    assert "acceptors[1]" not in problem and "gateway" not in problem and "metrics" not in problem
+    for service, key in (("journal", "journal.listen"), ("discovery", "discovery.listen"),
+                         ("ha-coordinator", "ha-coordinator.listen")):
+        [problem] = start_problems(config, service)
+        assert f"on {key} (" in problem, problem
+    assert start_problems(config, "gateway") == []
+    assert start_warnings(config, "router") == []
+
+    allowed = load_config_text(SECURED_CLUSTER + "insecure-cluster: true\n" + ALL_LISTENERS)
+    assert start_problems(allowed, "router") == []
+    [warning] = start_warnings(allowed, "router")
+    assert warning.startswith("insecure-cluster: true: the cluster's traffic goes in plain text beyond this machine "
+                              "on acceptors[0] (0.0.0.0:61616)")
+
+
+def test_without_a_cluster_password_or_with_tls_nothing_more_is_asked(tmp_path):
+    on_loopback = load_config_text(SECURED_CLUSTER + "acceptors: [{host: 127.0.0.1, port: 61616}]\n")
+    assert start_problems(on_loopback, "router") == [] and start_warnings(on_loopback, "router") == []
+    no_password = load_config_text(SECURED_CLUSTER.replace("cluster-password: s3cret-s3cret\n", "")
+                                   + "acceptors: [{host: 0.0.0.0, port: 61616}]\n")
+    assert start_problems(no_password, "router") == []
+    for name in ("cert.pem", "key.pem"):
+        (tmp_path / name).write_text("not read here")
+    tls = load_config_text(SECURED_CLUSTER + f"acceptors: [{{host: 0.0.0.0, port: 61616, ssl-enabled: true, "
+                                             f"cert-path: {tmp_path / 'cert.pem'}, key-path: {tmp_path / 'key.pem'}}}]\n")
+    assert start_problems(tls, "router") == []
