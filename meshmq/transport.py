@@ -85,13 +85,6 @@ def credentials_metadata(username: str, password: str) -> tuple[tuple[str, str],
     return ((USERNAME_KEY, username), (PASSWORD_KEY, password))
 
 
-def has_cluster_credential(metadata: Mapping[str, str], user: str, password: str) -> bool:
-    """Whether call metadata proves membership of the cluster with this
-    credential (a proof from a challenge, never the password itself:
-    meshmq/security/cluster_proof.py)."""
-    return proof_problem(metadata, cluster_key(user, password), user) is None
-
-
 def peer_host(peer: str) -> str:
     """The address part of a gRPC peer (``ipv4:10.0.0.7:51234`` -> ``10.0.0.7``,
     ``ipv6:[::1]:5000`` -> ``::1``); other forms (``unix:...``) whole."""

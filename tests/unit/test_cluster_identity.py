@@ -13,8 +13,8 @@ from meshmq.config import defaults
 from meshmq.config.loader import ConfigError, load_config_text
 from meshmq.security.authentication import Authenticator
 from meshmq.security.cluster_identity import cluster_prover, server_interceptors, service_problem, start_warnings
-from meshmq.security.cluster_proof import CLUSTER_PROOF_KEY, CLUSTER_USER_KEY, NONCE_TTL_MS, cluster_key
-from meshmq.transport import PASSWORD_KEY, USERNAME_KEY, ClusterIdentityCheck, has_cluster_credential
+from meshmq.security.cluster_proof import CLUSTER_PROOF_KEY, CLUSTER_USER_KEY, NONCE_TTL_MS, cluster_key, proof_problem
+from meshmq.transport import PASSWORD_KEY, USERNAME_KEY, ClusterIdentityCheck
 from tests.fixtures.cluster_proof import member_proof
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +98,10 @@ def test_every_cluster_password_in_the_docs_and_examples_is_warned_about():
         for value in re.findall(r"cluster-password:\s*([^\s#,}]+|\"[^\"]*\"|'[^']*')", path.read_text())
     }
     assert found <= defaults.EXAMPLE_CLUSTER_PASSWORDS
+
+
+def has_cluster_credential(metadata, user: str, password: str) -> bool:
+    return proof_problem(metadata, cluster_key(user, password), user) is None
 
 
 def test_the_proof_check():
