@@ -7,7 +7,13 @@ cache as the node's gRPC calls) whose roles may list the management state —
 `view` or `manage` on `activemq.management`, the rule management listing
 applies (services/router/access.py). No credentials, or wrong ones: 401 with
 `WWW-Authenticate`; a user without the permission: 403. Refusals are logged
-like the node's other refusals, at most one line per 10 s.
+like the node's other refusals, at most one line per 10 s. Failed scrapes
+count against the `login-throttle` as failed log-ins do, per username and per
+address: a scrape waits its back-off (each scrape has a thread of its own, so
+a real Prometheus is not held up behind a guesser) — at most `max-delay`, so a
+user's owner always gets in; one whose address's turns queue beyond that
+(concurrent guesses) is answered 429 with Retry-After at once, so guessing
+threads cannot pile up.
 
 And when the node serves TLS on an acceptor, the metrics endpoint serves
 HTTPS with that acceptor's certificate and key: the Basic credentials must
@@ -20,6 +26,9 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import math
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,14 +79,15 @@ class ScrapeAccess:
     def __init__(self, authenticator: Authenticator, authorizer: Authorizer) -> None:
         self._authenticator = authenticator
         self._authorizer = authorizer
+        # The throttle's tables are plain dicts; scrapes may be served from more than one thread.
+        self._lock = threading.Lock()
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ScrapeAccess | None:
         """None with security off: anyone may scrape, as before."""
         if not config.security_enabled:
             return None
-        users = ((u.username, u.password) for u in config.users)
-        return cls(Authenticator(True, users), Authorizer.from_config(config))
+        return cls(Authenticator.from_config(config), Authorizer.from_config(config))
 
     def refusal(self, authorization: str, peer: str = "") -> Refusal | None:
         """Why a scrape with this Authorization header is refused, or None when it may read the metrics.
@@ -85,7 +95,21 @@ class ScrapeAccess:
         creds = basic_credentials(authorization)
         user = None
         if creds is not None:
-            user = self._authenticator.identify({USERNAME_KEY: creds[0], PASSWORD_KEY: creds[1]})
+            username, password = creds
+            throttle = self._authenticator.throttle
+            with self._lock:
+                wait = 0.0 if self._authenticator.remembered(username, password) else throttle.wait(username, peer)
+            # One turn waits at most max-delay; a wait longer by half an initial-delay is queued turns.
+            if wait > throttle.policy.max_delay_s + throttle.policy.initial_delay_s / 2:
+                _refused_log.warning("refused a metrics scrape from %s: log-in attempts throttled after repeated "
+                                     "failures", peer or "?")
+                return Refusal(429, "Too Many Requests", (("Retry-After", str(math.ceil(wait))),),
+                               "too many failed log-ins: try again later\n")
+            if wait:
+                time.sleep(wait)  # this scrape's own thread (ThreadingWSGIServer)
+            user = self._authenticator.identify({USERNAME_KEY: username, PASSWORD_KEY: password})
+            with self._lock:
+                (throttle.failed if user is None else throttle.succeeded)(username, peer)
         if user is None:
             why = "no credentials" if creds is None else f"invalid username or password for {creds[0]!r}"
             _refused_log.warning("refused a metrics scrape from %s: %s", peer or "?", why)

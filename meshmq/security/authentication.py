@@ -38,6 +38,10 @@ class Authenticator:
         return cls(config.security_enabled, ((u.username, u.password) for u in config.users),
                    ThrottlePolicy.from_config(config.login_throttle))
 
+    def remembered(self, username: str, password: str) -> bool:
+        """Whether this presentation already succeeded (microseconds, no verification)."""
+        return self._checker.remembered(username, password)
+
     def identify(self, metadata: Mapping[str, str]) -> str | None:
         """The user whose username and password are in `metadata`, or None.
         Checks the configured users whether or not security is enabled.

@@ -71,3 +71,34 @@ acceptors:
     assert (await get(url, verify=trusted)).status_code == 401
     ok = await get(url, ("mon", "m"), verify=trusted)
     assert ok.status_code == 200 and "meshmq_router_active" in ok.text
+
+
+async def test_guessing_a_scrape_password_is_slowed_and_the_owner_still_gets_in(nodes) -> None:
+    """Failed scrapes count as failed log-ins (login-throttle): past the free
+    attempts each guess waits its back-off (at most max-delay); guesses sent
+    at once from one address beyond that are answered 429 at once; the owner
+    gets in from another address with the right password within max-delay."""
+    import asyncio
+    import time
+
+    node = nodes.router("metered-guessed", extra=SECURED + """
+login-throttle: {free-attempts: 2, initial-delay: 200, max-delay: 400}
+""")
+    url = node.info["metrics"]
+    started = time.monotonic()
+    statuses = [(await get(url, ("mon", f"guess-{i}"))).status_code for i in range(6)]
+    slowed = time.monotonic() - started
+    assert statuses == [401] * 6
+    assert slowed >= 0.2 + 0.4 * 3, slowed  # the 3rd waited initial-delay, the 4th to 6th max-delay
+    at_once = await asyncio.gather(*(get(url, ("nobody", f"guess-{i}")) for i in range(8)))
+    codes = sorted(r.status_code for r in at_once)
+    assert set(codes) <= {401, 429} and codes.count(429) >= 5, codes  # turns beyond max-delay: refused at once
+    throttled = next(r for r in at_once if r.status_code == 429)
+    assert int(throttled.headers["retry-after"]) >= 1 and SECRET_QUEUE not in throttled.text
+    started = time.monotonic()
+    # The owner, from another address, while the guesser's address is still in back-off.
+    async with httpx.AsyncClient(timeout=10, transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2")) as owner:
+        ok = await owner.get(url, auth=("mon", "m"))
+    assert ok.status_code == 200, ok.text
+    assert time.monotonic() - started < 0.4 + 1.0  # at most max-delay (and one scrypt) for the owner
+    assert f'queue="{SECRET_QUEUE}"' in ok.text or "meshmq_" in ok.text
