@@ -10,11 +10,10 @@ import pytest
 
 from meshmq.client import PermissionDeniedError, QueueExistsError, connect
 from tests.fixtures.nodes import eventually
+from tests.integration.test_authorization import EVERYTHING
 
 pytestmark = pytest.mark.integration
 
-EVERYTHING = ("send", "consume", "create-address", "delete-address", "create-durable-queue", "delete-durable-queue",
-              "create-non-durable-queue", "delete-non-durable-queue", "manage", "browse")
 SETTINGS = """
 security-enabled: true
 users:
