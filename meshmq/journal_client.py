@@ -69,11 +69,11 @@ class GrpcJournalClient:
     `prover` proves cluster membership on every call, once the service proved
     its own (meshmq/security/cluster_proof.py); without a cluster password it adds nothing."""
 
-    def __init__(self, target: str, *, prover: ClusterProver, credentials: grpc.ChannelCredentials | None = None
-                 ) -> None:
+    def __init__(self, target: str, *, prover: ClusterProver | None = None,
+                 credentials: grpc.ChannelCredentials | None = None) -> None:
         self.description = f"journal service at {target}"
         self._target = target
-        self._prover = prover
+        self._prover = prover or ClusterProver("", None)  # none: a journal service without a cluster password
         self._channel = open_channel(target, credentials=credentials)
         self._stub = jgrpc.JournalStub(self._channel)
         self._stream: grpc.aio.StreamStreamCall | None = None

@@ -81,11 +81,11 @@ async def test_guessing_is_slowed_but_the_owner_and_other_users_get_in(nodes):
     assert refusal is None and other < 0.5, other  # another user, another address: one scrypt, no wait
     owner, refusal = await node_info(v4, "app", "app-pw")
     assert refusal is None and owner < 0.8 + 0.5, owner  # the guessed-at user: at most max-delay more
-    before = await scrape(node.info["metrics"])
+    before = await scrape(node.info["metrics"], ("other", "other-pw"))
     assert before.get("meshmq_router_login_failures_total") == 10
     assert before.get("meshmq_router_logins_throttled_total") == 8  # 7 guesses and the owner's log-in
     await asyncio.sleep(3.1)  # forget-after, the configured quiet window: the guesses are forgotten
     again, refusal = await node_info(v6, "other", "other-pw")
     assert refusal is None and again < 0.5, again
-    after = await scrape(node.info["metrics"])
+    after = await scrape(node.info["metrics"], ("other", "other-pw"))
     assert after.get("meshmq_router_logins_throttled_total") == 8

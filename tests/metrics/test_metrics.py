@@ -43,9 +43,10 @@ class Scrape:
         return found[0] if found else 0.0
 
 
-async def scrape(url: str) -> Scrape:
+async def scrape(url: str, auth: tuple[str, str] | None = None) -> Scrape:
+    """The node's metrics; `auth` (a user who may view) when security is on."""
     async with httpx.AsyncClient(timeout=10) as client:
-        resp = await client.get(url)
+        resp = await client.get(url, auth=auth)
     assert resp.status_code == 200, resp.text
     assert resp.headers["content-type"].startswith("text/plain")
     return Scrape(resp.text)
