@@ -313,8 +313,11 @@ def add_servicer(server: grpc.aio.Server, servicer, service: ServiceDescriptor) 
 
 
 _refusal_log = RateLimitedLog(logging.getLogger("meshmq.transport"))
-# How long a refusal on a request stream reads (and drops) what the caller sends (see _refusing).
+# How long a refusal on a request stream reads (and drops) what the caller sends (see
+# _refuse_unread): until it half-closes, or sends nothing more for REFUSAL_IDLE_S once it
+# started, or REFUSAL_READ_WAIT_S in all.
 REFUSAL_READ_WAIT_S = 1.0
+REFUSAL_IDLE_S = 0.1
 
 
 class CallerCheck(grpc.aio.ServerInterceptor, abc.ABC):
@@ -463,20 +466,23 @@ async def _refuse_unread(request, context: grpc.aio.ServicerContext, method: str
     """Refuse a caller with UNAUTHENTICATED, its request unparsed.
 
     On a request stream it first drops what the caller sends, bytes unparsed,
-    until the caller half-closes or for REFUSAL_READ_WAIT_S at most: grpcio's
-    asyncio client reports a status that lands while one of its writes (a
-    message or the half-close) is in flight as ``INTERNAL: Internal error from
-    Core`` instead of ours (grpc/grpc#36066). Answering after the first message
-    only was not enough: under 20 concurrent refused links, those that had sent
-    a second message or not yet half-closed got INTERNAL. A refused caller must
-    see ``UNAUTHENTICATED`` with the reason.
+    until the caller half-closes, goes quiet for REFUSAL_IDLE_S after its first
+    message, or REFUSAL_READ_WAIT_S in all: grpcio's asyncio client reports a
+    status that lands while one of its writes (a message or the half-close) is
+    in flight as ``INTERNAL: Internal error from Core`` instead of ours
+    (grpc/grpc#36066). Answering after the first message only was not enough:
+    under 20 concurrent refused links, those that had sent a second message or
+    not yet half-closed got INTERNAL. Waiting for the half-close alone cost a
+    caller that sends its hello and then waits for the answer (a cluster link,
+    an announcement) the whole second. A refused caller must see
+    ``UNAUTHENTICATED`` with the reason.
     """
     from meshmq.errors import BrokerError, Reason, abort_with
 
     _refusal_log.warning("refused %s from %s: %s", method, context.peer(), message)
     if request_streaming:
         with contextlib.suppress(Exception):
-            await wait_for(_drain(request), REFUSAL_READ_WAIT_S)
+            await _drain(request)
     await abort_with(context, BrokerError(Reason.UNAUTHENTICATED, f"{method}: {message}"))
 
 
@@ -520,9 +526,18 @@ def _checked(handler: grpc.RpcMethodHandler, method: str,
 
 
 async def _drain(requests) -> None:
-    """Read a request stream to its end, dropping every message."""
-    async for _ in requests:
-        pass
+    """Read a request stream, dropping every message, until it ends, goes quiet
+    for REFUSAL_IDLE_S after its first message, or REFUSAL_READ_WAIT_S passed."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + REFUSAL_READ_WAIT_S
+    it = aiter(requests)
+    started = False
+    while (left := deadline - loop.time()) > 0:
+        try:
+            await wait_for(anext(it), left if not started else min(left, REFUSAL_IDLE_S))
+        except (StopAsyncIteration, TimeoutError):
+            return
+        started = True
 
 
 async def read_hello(request_iterator, context: grpc.aio.ServicerContext, what: str):

@@ -34,6 +34,8 @@ security-settings:
         create-non-durable-queue: [apps], delete-durable-queue: [apps], delete-non-durable-queue: [apps],
         manage: [apps]}
 cluster-password: fuzz-router-cluster-secret
+# What is fuzzed here is decoding, not guessing: failed log-ins are not slowed (tests/integration/test_login_throttle.py).
+login-throttle: {free-attempts: 100000}
 """
 ROUTER_METHODS = [
     (service, method)
