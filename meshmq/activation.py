@@ -1,8 +1,9 @@
 """Whether a router may serve its store now: the seam between the router and
 an HA policy.
 
-A router with no HA policy is active from the start. With one (today
-`ha-policy: shared-store`, services/ha-coordinator/shared_store.py), the
+A router with no HA policy is active from the start. With one (shared store:
+services/ha-coordinator/shared_store.py; replication with pluggable quorum:
+replication.py there; classic replication: classic.py), the
 router first waits in `acquire`, activates its store at an epoch no lower
 than the one `acquire` returns (the journal refuses every older writer from
 then on), serves while `held` runs, and gives the store up with `release`

@@ -33,9 +33,9 @@ class JournalAPI(Protocol):
         ...
 
     async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
-        """Record an epoch granted by whoever activates the node (today the
-        router, `OpenResponse.epoch + 1` right after open and before load;
-        later the HA coordinator). Appends must then carry it, and appends
+        """Record an epoch granted by whoever activates the node (the router,
+        right after open and before load: `OpenResponse.epoch + 1` or the
+        higher epoch its HA policy granted). Appends must then carry it, and appends
         from older epochs are refused. Raises FencedError, changing nothing,
         if the grant is not greater than the stored epoch."""
         ...

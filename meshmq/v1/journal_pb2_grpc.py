@@ -83,9 +83,10 @@ class JournalServicer:
         """Records an epoch granted by whoever activates the node, which fences every
         holder of an older one: each Append carries its epoch and the store refuses
         any other than the recorded one (FENCED), so a live that was cut off can
-        never write again. Today the router grants itself `OpenResponse.epoch + 1`
-        at start, right after Open and before Load; later the HA coordinator grants
-        epochs it raises in etcd or in the shared SQL store.
+        never write again. The router activates right after Open and before Load,
+        at `OpenResponse.epoch + 1` or the higher epoch its HA policy granted (the
+        activation sequence of pluggable quorum in etcd or the HA coordinator, or
+        of the shared store's lease).
         The epoch is recorded only if it is greater than the stored one, checked
         and written under the store's write lock (as Append reads it); otherwise
         the call fails with reason FENCED naming both epochs and changes nothing.

@@ -2,9 +2,9 @@
 and the delivery target it hands messages to.
 
 A consumer takes messages from one queue and gives each to its
-`DeliveryTarget`. A client session is the target today
-(services/router/session.py); a cluster bridge forwarding a queue to another
-node will be one too, so a queue never knows who is reading it.
+`DeliveryTarget`: a client session (services/router/session.py) or a cluster
+bridge forwarding a store-and-forward queue to another node
+(services/router/cluster/bridge.py), so a queue never knows who is reading it.
 
 Credit is in bytes (Artemis's consumerWindowSize): the router delivers while
 credit is positive, and the target grants more as it consumes.

@@ -8,9 +8,9 @@ auto-created queue the decision asks for, or redirects an unroutable message
 to the dead-letter address, and decides again; those are separate steps
 (`Broker.ensure_address`, `Broker.create_queue`, `dead_letter.redirect_unroutable`).
 
-A binding is anything a message can be routed to: a local queue today, a
-queue on another node behind a cluster bridge tomorrow. It has a name, a
-routing type and `accepts(msg)` (its filter).
+A binding is anything a message can be routed to: a local queue, or a queue
+on another node behind a cluster bridge (services/router/cluster/bindings.py).
+It has a name, a routing type and `accepts(msg)` (its filter).
 
 Semantics, as Artemis: multicast queues each get a copy when their filter
 accepts; exactly one anycast queue gets it, round robin over the anycast

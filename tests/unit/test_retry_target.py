@@ -1,4 +1,4 @@
-"""Where a retried dead letter goes (services/router/message_moves.retry_target):
+"""Where a retried dead letter goes (`retry_target` in services/router/message_moves.py):
 back to its queue while it exists, else to its address with the routing type
 of the queue it died on, else nowhere — and why."""
 
