@@ -391,7 +391,11 @@ class UserCheck(grpc.aio.ServerInterceptor):
 
 
 class ClusterIdentityCheck(CallerCheck):
-    """The journal's and the discovery service's check: the cluster credential.
+    """The check of every service the cluster's processes call each other on
+    (journal, discovery, HA coordinator, a router's node-to-node methods): a
+    proof of the cluster credential (meshmq/security/cluster_proof.py). It
+    also answers `ClusterIdentity.Challenge` itself, the one call a caller
+    makes before it has a proof.
 
     `readers` admits other callers on `read_methods` (full gRPC method paths,
     ``/meshmq.v1.Discovery/List``): the discovery service lets a configured

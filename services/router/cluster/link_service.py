@@ -1,7 +1,8 @@
 """The target end of links: the router's `Cluster` gRPC service.
 
-For each link (its caller's cluster credential was checked before it runs,
-by the router's ClusterIdentityCheck: services/router/server.py): welcome it, offer this node's bindings — its own queues and the
+For each link (its caller's proof of cluster membership was checked before
+it runs, by the router's ClusterIdentityCheck: services/router/server.py):
+welcome it, offer this node's bindings — its own queues and the
 remote ones it reaches, up to the source's max-hops, never the source's own —
 and offer them again whenever they change; take forwarded batches, route each
 message to the bindings the source chose, and confirm the batch once it is
