@@ -9,6 +9,7 @@ import sys
 import click
 
 from meshmq.cli.cluster import cluster
+from meshmq.config.defaults import CLIENT_URL
 
 
 def _rows(state) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
@@ -33,7 +34,7 @@ BINDING_HEADER = ("node", "queue", "address", "routing", "filter", "consumers", 
 
 
 @cluster.command("bindings")
-@click.option("--url", default="meshmq://127.0.0.1:61616", show_default=True, help="The node to ask.")
+@click.option("--url", default=CLIENT_URL, show_default=True, help="The node to ask.")
 def bindings(url: str) -> None:
     """Show a node's bridges and the remote bindings it knows (docs/clustering.md)."""
     from meshmq.cli.main import _run

@@ -8,10 +8,11 @@ import sys
 import click
 
 from meshmq import __version__
+from meshmq.config import defaults
 from meshmq.config.loader import ConfigError, default_dev_config_yaml, effective_config_yaml, load_config, load_config_text
 from meshmq.errors import MeshMQError
 
-DEFAULT_URL = "meshmq://127.0.0.1:61616"
+DEFAULT_URL = defaults.CLIENT_URL
 
 
 def _fail(message: str) -> None:
@@ -96,7 +97,7 @@ def main() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Node config YAML (default: the starter config).")
 @click.option("--data-dir", default="./data", show_default=True, help="Where the embedded SQLite journal lives.")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=61616, show_default=True, type=int)
+@click.option("--port", default=defaults.ACCEPTOR_PORT, show_default=True, type=int)
 @click.option("--console-port", default=8161, show_default=True, type=int,
               help="The admin console and REST API (0 = pick a free port).")
 @click.option("--ready-file", type=click.Path(dir_okay=False), help="Write a JSON line with the endpoints once listening.")

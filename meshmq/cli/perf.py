@@ -7,6 +7,7 @@ import json
 import click
 
 from meshmq import perf as p
+from meshmq.config.defaults import CLIENT_URL
 
 
 def _progress_run(total: int, make):
@@ -32,7 +33,7 @@ def _print(results, as_json: bool) -> None:
 
 
 _common = [
-    click.option("--url", default="meshmq://127.0.0.1:61616", show_default=True),
+    click.option("--url", default=CLIENT_URL, show_default=True),
     click.option("--count", default=100_000, show_default=True, type=click.IntRange(min=1)),
     click.option("--json", "as_json", is_flag=True, help="One JSON object per result line."),
 ]

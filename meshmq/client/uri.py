@@ -27,11 +27,11 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from meshmq.config.defaults import MAX_WINDOW_SIZE
+from meshmq.config.defaults import ACCEPTOR_PORT, MAX_WINDOW_SIZE
 from meshmq.errors import InvalidRequestError
 
 SCHEMES = ("meshmq",)
-DEFAULT_PORT = 61616
+DEFAULT_PORT = ACCEPTOR_PORT
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,8 @@ ACCEPTOR_NAME: Final = "grpc"
 ACCEPTOR_HOST: Final = "127.0.0.1"
 # acceptors[].port: the Artemis default port; 0 = pick a free port.
 ACCEPTOR_PORT: Final = 61616
+# The node a client or the CLI reaches when no URI is given, and the port a meshmq:// URI without one means.
+CLIENT_URL: Final = f"meshmq://{ACCEPTOR_HOST}:{ACCEPTOR_PORT}"
 # acceptors[].ssl-enabled: serve TLS (needs cert-path and key-path).
 SSL_ENABLED: Final = False
 # acceptors[].need-client-auth: require a client certificate signed by trust-path.
