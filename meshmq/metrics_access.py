@@ -98,7 +98,7 @@ class ScrapeAccess:
             username, password = creds
             throttle = self._authenticator.throttle
             with self._lock:
-                wait = 0.0 if self._authenticator.remembered(username, password) else throttle.wait(username, peer)
+                wait = self._authenticator.throttle_wait(username, password, peer)
             # One turn waits at most max-delay; a wait longer by half an initial-delay is queued turns.
             if wait > throttle.policy.max_delay_s + throttle.policy.initial_delay_s / 2:
                 _refused_log.warning("refused a metrics scrape from %s: log-in attempts throttled after repeated "
@@ -109,7 +109,7 @@ class ScrapeAccess:
                 time.sleep(wait)  # this scrape's own thread (ThreadingWSGIServer)
             user = self._authenticator.identify({USERNAME_KEY: username, PASSWORD_KEY: password})
             with self._lock:
-                (throttle.failed if user is None else throttle.succeeded)(username, peer)
+                self._authenticator.settle(username, peer, user is not None)
         if user is None:
             why = "no credentials" if creds is None else f"invalid username or password for {creds[0]!r}"
             _refused_log.warning("refused a metrics scrape from %s: %s", peer or "?", why)

@@ -38,10 +38,6 @@ class Authenticator:
         return cls(config.security_enabled, ((u.username, u.password) for u in config.users),
                    ThrottlePolicy.from_config(config.login_throttle))
 
-    def remembered(self, username: str, password: str) -> bool:
-        """Whether this presentation already succeeded (microseconds, no verification)."""
-        return self._checker.remembered(username, password)
-
     def identify(self, metadata: Mapping[str, str]) -> str | None:
         """The user whose username and password are in `metadata`, or None.
         Checks the configured users whether or not security is enabled.
@@ -72,11 +68,20 @@ class Authenticator:
                                   "%s, waits %.2f s; docs/security.md)", username, source, wait)
             await asyncio.sleep(wait)
         ok = await asyncio.to_thread(self._checker.check, username, password)
-        if ok:
-            self.throttle.succeeded(username, source)
-        else:
-            self.throttle.failed(username, source)
+        self.settle(username, source, ok)
         return ok
+
+    def throttle_wait(self, username: str, password: str, source: str) -> float:
+        """Seconds a log-in attempt waits before its password is checked: none
+        for a presentation that succeeded before; else what the throttle says
+        (which takes the address's next turn: call it once per attempt)."""
+        if self._checker.remembered(username, password):
+            return 0.0
+        return self.throttle.wait(username, source)
+
+    def settle(self, username: str, source: str, ok: bool) -> None:
+        """Count a checked attempt's outcome in the throttle."""
+        (self.throttle.succeeded if ok else self.throttle.failed)(username, source)
 
     def authenticate(self, context: grpc.aio.ServicerContext) -> str:
         """The authenticated user name for this call ("" with security off: a
