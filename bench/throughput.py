@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil  # noqa: E402
 
 from meshmq import perf  # noqa: E402
-from meshmq.client.uri import ClientOptions  # noqa: E402
+from meshmq.client.options import ClientOptions  # noqa: E402
 
 
 def start_node(workdir: Path, sync: bool, extra_config: str = "", acceptor: str = "",

@@ -42,6 +42,7 @@ class Reason(str, enum.Enum):
     UNBLOCKED = "UNBLOCKED"
     CONNECTION_FAILED = "CONNECTION_FAILED"
     SCALED_DOWN = "SCALED_DOWN"
+    SLOW_CONSUMER = "SLOW_CONSUMER"
     INTERNAL = "INTERNAL"
 
 
@@ -68,6 +69,7 @@ STATUS_FOR_REASON: dict[Reason, grpc.StatusCode] = {
     Reason.UNBLOCKED: grpc.StatusCode.UNAVAILABLE,
     Reason.CONNECTION_FAILED: grpc.StatusCode.UNAVAILABLE,
     Reason.SCALED_DOWN: grpc.StatusCode.UNAVAILABLE,
+    Reason.SLOW_CONSUMER: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.INTERNAL: grpc.StatusCode.INTERNAL,
 }
 
@@ -93,6 +95,13 @@ class InvalidRequestError(MeshMQError):
 
 class QueueNotFoundError(MeshMQError):
     reason = Reason.QUEUE_NOT_FOUND
+
+
+class SlowConsumerError(MeshMQError):
+    """The router closed the consumer: it acknowledged fewer messages a second
+    than its queue's slow-consumer-threshold (slow-consumer-policy KILL)."""
+
+    reason = Reason.SLOW_CONSUMER
 
 
 class QueueExistsError(MeshMQError):
@@ -186,6 +195,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         InvalidRequestError,
         QueueNotFoundError,
         QueueExistsError,
+        SlowConsumerError,
         DuplicateIdError,
         AddressFullError,
         TransactionRolledBackError,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Protocol
 
 import grpc
@@ -33,9 +33,9 @@ class JournalAPI(Protocol):
         ...
 
     async def activate(self, req: jpb.ActivateRequest) -> jpb.ActivateResponse:
-        """Record an epoch granted by whoever activates the node (the router,
-        right after open and before load: `OpenResponse.epoch + 1` or the
-        higher epoch its HA policy granted). Appends must then carry it, and appends
+        """Record the epoch the node's activation granted from the stored one
+        (meshmq/activation.py: `local_grant` without an HA policy, else the
+        policy's grant), applied by the router right after open and before load. Appends must then carry it, and appends
         from older epochs are refused. Raises FencedError, changing nothing,
         if the grant is not greater than the stored epoch."""
         ...

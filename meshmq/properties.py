@@ -15,6 +15,11 @@ PropertyValue = Union[str, int, float, bool, bytes]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
+# Scheduled delivery (Artemis's names): not delivered before this time, ms
+# since the epoch; or this many ms after the router accepts the message.
+SCHED_DELIVERY = "_AMQ_SCHED_DELIVERY"
+SCHED_DELAY = "_AMQ_SCHED_DELAY"
+
 
 def set_properties(target, props: Mapping[str, PropertyValue]) -> None:
     """Copy a mapping of Python values into a `map<string, Value>` field."""

@@ -7,8 +7,9 @@ management lists them apart.
 from __future__ import annotations
 
 INTERNAL_PREFIX = "$.meshmq."
+STORE_AND_FORWARD_PREFIX = INTERNAL_PREFIX + "sf."
 
 
 def store_and_forward_queue_name(cluster_connection: str, node_id: str) -> str:
     """The queue (and address) where messages for `node_id` over a cluster connection wait."""
-    return f"{INTERNAL_PREFIX}sf.{cluster_connection}.{node_id}"
+    return f"{STORE_AND_FORWARD_PREFIX}{cluster_connection}.{node_id}"

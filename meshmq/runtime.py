@@ -79,12 +79,9 @@ def tighten_store_modes(config: BrokerConfig) -> None:
     """`tighten_modes` for what a node stores: its data directory and, with an
     SQLite journal, the journal file and its -wal and -shm (also when journal.url
     keeps them elsewhere)."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(config.journal_url())
+    journal = config.sqlite_journal_file()
     files: tuple[Path, ...] = ()
-    if url.get_backend_name() == "sqlite" and url.database and not url.database.startswith((":memory:", "file:")):
-        journal = Path(url.database)
+    if journal is not None:
         files = (journal, journal.with_name(journal.name + "-wal"), journal.with_name(journal.name + "-shm"))
     tighten_modes(config.data_directory, files)
 

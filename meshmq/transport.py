@@ -114,8 +114,14 @@ def channel_options(
 
 
 def server_options(*, max_receive: int = MAX_INTERNAL_FRAME, max_send: int = MAX_INTERNAL_FRAME) -> list[tuple[str, int]]:
-    """Options for a meshmq gRPC server (a router's acceptors take MAX_CLIENT_FRAME)."""
+    """Options for a meshmq gRPC server (a router's acceptors take MAX_CLIENT_FRAME).
+
+    SO_REUSEPORT off (gRPC turns it on): with it a second process binds a port
+    already in use without a word and the kernel splits the connections between
+    the two (two routers configured on one port would share its clients); off,
+    the second one's bind fails and `bind_listener` says which listener."""
     return [
+        ("grpc.so_reuseport", 0),
         ("grpc.max_send_message_length", max_send),
         ("grpc.max_receive_message_length", max_receive),
         *_KEEPALIVE,
@@ -165,13 +171,17 @@ def bind_listener(server: grpc.aio.Server, listener, what: str) -> str:
     Port 0 picks a free port; the returned endpoint has the real one.
     """
     target = f"{listener.host}:{listener.port}"
-    if listener.ssl_enabled:
-        creds = server_credentials(listener.cert_path, listener.key_path, listener.trust_path, listener.need_client_auth)
-        port = server.add_secure_port(target, creds)
-    else:
-        port = server.add_insecure_port(target)
+    try:
+        if listener.ssl_enabled:
+            creds = server_credentials(listener.cert_path, listener.key_path, listener.trust_path,
+                                       listener.need_client_auth)
+            port = server.add_secure_port(target, creds)
+        else:
+            port = server.add_insecure_port(target)
+    except RuntimeError:  # grpcio's "Failed to bind": in use (server_options turns SO_REUSEPORT off), or no such host
+        port = 0
     if port == 0:
-        raise RuntimeError(f"{what} cannot listen on {target}")
+        raise RuntimeError(f"{what} cannot listen on {target}: the port is in use or the host is not this machine's")
     return f"{listener.host}:{port}"
 
 

@@ -10,7 +10,12 @@ message to the queue of the same name on another node (the same delivery); a
 bridge carries it from the store-and-forward queue ``$.meshmq.sf.<cc>.<node>``
 into the target's queue. The store-and-forward reference of a message that
 arrived is transport, not a delivery: its ACKNOWLEDGED is the target's
-confirmation, not a consumer's.
+confirmation, not a consumer's. Network connectors and the tree connector
+forward the same way, from ``$.meshmq.sf.network.<connector>.<node>`` and
+``$.meshmq.sf.tree.<node>``; a topic message first waits in the link's
+network subscription queue ``$.meshmq.net.<link>.<address>`` and moves from
+there into the store-and-forward queue (REMOVED there, the copy naming it as
+its origin): that reference is transport too, once moved.
 
 Per delivery the audit counts the ENQUEUED events (a move to another node is
 not a second enqueue), the consumer acknowledgements and redeliveries, and
@@ -40,6 +45,8 @@ from spark.metrics import ACKNOWLEDGED, DEAD_LETTERED, DELIVERED, ENQUEUED, EXPI
 
 KEY = ["node_id", "message_id", "queue"]
 SF_PREFIX = "$.meshmq.sf."
+#: A network or tree link's topic subscriptions (services/router/network/subscription.py).
+NETWORK_SUBSCRIPTION_PREFIX = "$.meshmq.net."
 #: A chain of forwards longer than this is not followed further (max-hops is 1 by default).
 MAX_HOPS = 8
 
@@ -159,13 +166,14 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
         .join(arrived_any, ["node_id", "message_id"], "left")
         .join(arrived_at, ["node_id", "message_id", "_target"], "left")
         .fillna(False, ["_arrived_any", "_arrived_at"])
-        .filter(~(is_sf & col("_arrived_at")))  # transport: followed into the target's queue
     )
+    moved = ~is_sf & (col("end_kind") == REMOVED) & (col("acks") == 0) & (col("waiting") == 0) & col("_arrived_any")
+    # transport: followed into the target's queue, or (a network subscription's) into a link's sf queue
+    r = r.filter(~(is_sf & col("_arrived_at")) & ~(col("queue").startswith(NETWORK_SUBSCRIPTION_PREFIX) & moved))
     in_report = F.lit(True) if report_nodes is None else col("_target").isin(list(report_nodes))
     # A stored-and-forwarded reference that never arrived: its "acks" are the target's confirmations.
     sf_out = is_sf & (col("acks") > 0) & ~in_report
     consumer_acks = F.when(is_sf, F.lit(0)).otherwise(col("acks"))
-    moved = ~is_sf & (col("end_kind") == REMOVED) & (col("acks") == 0) & (col("waiting") == 0) & col("_arrived_any")
     r = r.withColumn("_acks", consumer_acks).withColumn("_moved", moved.cast("int")).withColumn(
         "_out", sf_out.cast("int"))
 

@@ -10,11 +10,7 @@ from pathlib import Path
 
 import click
 
-
-def _fail(message: str) -> None:
-    from meshmq.cli.main import _fail as fail
-
-    fail(message)
+from meshmq.cli.common import fail
 
 
 def _parse_conf(items: tuple[str, ...]) -> dict[str, str]:
@@ -22,7 +18,7 @@ def _parse_conf(items: tuple[str, ...]) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            _fail(f"--conf {item!r}: expected KEY=VALUE (a Spark setting)")
+            fail(f"--conf {item!r}: expected KEY=VALUE (a Spark setting)")
         conf[key.strip()] = value
     return conf
 
@@ -92,7 +88,7 @@ def report(stores, out_dir, master, since, until, partitions, max_offenders, con
     try:
         summary = _report(list(stores), Path(out_dir), master, since, until, partitions, max_offenders, conf)
     except AnalyticsError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
         click.secho("interrupted", fg="yellow", err=True)
         sys.exit(130)

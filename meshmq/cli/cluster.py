@@ -11,17 +11,8 @@ from pathlib import Path
 
 import click
 
-
-def _fail(message: str) -> None:
-    from meshmq.cli.main import _fail as fail
-
-    fail(message)
-
-
-def _run(coro):
-    from meshmq.cli.main import _run as run
-
-    return run(coro)
+from meshmq.cli.cluster_state import bindings
+from meshmq.cli.common import fail, run_coroutine
 
 
 def _cluster(spec_file: str | None, run_dir: str | None, *, free_ports: bool = False):
@@ -31,12 +22,12 @@ def _cluster(spec_file: str | None, run_dir: str | None, *, free_ports: bool = F
 
     if spec_file is None:
         if run_dir is None:
-            _fail("give the cluster file (-f FILE) or the run directory (--run-dir DIR)")
+            fail("give the cluster file (-f FILE) or the run directory (--run-dir DIR)")
         return LocalCluster.attach(run_dir)
     try:
         spec = load_cluster_spec(spec_file)
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if free_ports:
         spec = spec.with_free_ports()
     return LocalCluster(spec, run_dir)
@@ -56,6 +47,9 @@ _run_dir_option = click.option("--run-dir", type=click.Path(file_okay=False),
 @click.group()
 def cluster() -> None:
     """Several nodes on this machine: etcd, the discovery service and routers as local processes."""
+
+
+cluster.add_command(bindings)
 
 
 @cluster.command("up")
@@ -82,15 +76,15 @@ def up(spec_file, run_dir, free_ports, timeout) -> None:
         return await lc.up(timeout=timeout, progress=_say)
 
     try:
-        state = _run(go())
+        state = run_coroutine(go())
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except asyncio.CancelledError:
         state = None
     if state is None:  # interrupted (Ctrl-C or SIGTERM)
         click.secho("interrupted: everything started was stopped", fg="red", err=True)
         sys.exit(130)
-    _print_status(_run(lc.status()))
+    _print_status(run_coroutine(lc.status()))
     _say(f"cluster {state.cluster_name} is up in {state.timings['ready']:.1f} s; clients: {state.url}")
     if lc.spec.node_defaults.get("security-enabled") and state.nodes:
         options = f"?{state.client_options}" if state.client_options else ""
@@ -112,9 +106,9 @@ def status(spec_file, run_dir) -> None:
 
     lc = _cluster(spec_file, run_dir)
     try:
-        result = _run(lc.status())
+        result = run_coroutine(lc.status())
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _print_status(result)
     sys.exit(0 if result.healthy else 1)
 
@@ -130,9 +124,9 @@ def kill(name, spec_file, run_dir) -> None:
 
     lc = _cluster(spec_file, run_dir)
     try:
-        record = _run(lc.kill(name))
+        record = run_coroutine(lc.kill(name))
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _say(f"{name} (pid {record.pid}) killed with SIGKILL; start it again with: "
          f"meshmq cluster start {name} --run-dir {lc.run_dir}")
 
@@ -149,9 +143,9 @@ def stop(name, spec_file, run_dir, timeout) -> None:
 
     lc = _cluster(spec_file, run_dir)
     try:
-        stopped = _run(lc.stop_process(name, timeout))
+        stopped = run_coroutine(lc.stop_process(name, timeout))
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _say(f"{name} (pid {stopped.pid}) {stopped.outcome} in {stopped.seconds:.1f} s")
 
 
@@ -168,9 +162,9 @@ def start(name, spec_file, run_dir, timeout) -> None:
 
     lc = _cluster(spec_file, run_dir)
     try:
-        record = _run(lc.start_process(name, timeout=timeout))
+        record = run_coroutine(lc.start_process(name, timeout=timeout))
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     where = f" on {record.endpoint}" if record.endpoint else ""
     passive = "" if record.active else " (passive: waits for its store)"
     _say(f"{name} started (pid {record.pid}){where}{passive}")
@@ -188,9 +182,9 @@ def down(spec_file, run_dir, timeout) -> None:
 
     lc = _cluster(spec_file, run_dir)
     try:
-        stopped = _run(lc.down(timeout=timeout, progress=_say))
+        stopped = run_coroutine(lc.down(timeout=timeout, progress=_say))
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not lc.state_file.exists():
         _say(f"nothing to stop: no cluster was started in {lc.run_dir}")
         return

@@ -1,6 +1,7 @@
-"""`meshmq cluster bindings`: one node's cluster connections as it sees them —
-its bridges (state, forwarded, batches, confirmed, pending, retries) and the remote
-bindings (other nodes' queues and consumers, with how far away they are)."""
+"""`meshmq cluster bindings`: one node's links as it sees them — its cluster
+bridges, network-connector and tree links (kind, state, forwarded, batches,
+confirmed, pending, retries) and the remote bindings (other nodes' queues and
+consumers, with how far away they are)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import sys
 
 import click
 
-from meshmq.cli.cluster import cluster
+from meshmq.cli.common import run_coroutine
 from meshmq.config.defaults import CLIENT_URL
+from meshmq.link_kinds import describe_kind
 
 
 def _rows(state) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     from meshmq.v1 import messages_pb2 as mpb
 
     bridges = [
-        (b.cluster_connection, b.target_node_name or "?", b.endpoint, b.state, str(b.routed), str(b.forwarded),
+        (b.cluster_connection, describe_kind(b), b.target_node_name or "?", b.endpoint, b.state, str(b.routed), str(b.forwarded),
          str(b.batches), str(b.confirmed), str(b.pending), str(b.retries), b.problem)
         for b in state.bridges
     ]
@@ -28,23 +30,23 @@ def _rows(state) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     return bridges, bindings
 
 
-BRIDGE_HEADER = ("cluster-connection", "node", "endpoint", "state", "routed", "forwarded", "batches", "confirmed",
+BRIDGE_HEADER = ("connection", "kind", "node", "endpoint", "state", "routed", "forwarded", "batches", "confirmed",
                  "pending", "retries", "problem")
 BINDING_HEADER = ("node", "queue", "address", "routing", "filter", "consumers", "consumer filters", "hops", "via")
 
 
-@cluster.command("bindings")
+@click.command("bindings")
 @click.option("--url", default=CLIENT_URL, show_default=True, help="The node to ask.")
 def bindings(url: str) -> None:
-    """Show a node's bridges and the remote bindings it knows (docs/clustering.md)."""
-    from meshmq.cli.main import _run
+    """Show a node's links (cluster bridges, network and tree links) and the
+    remote bindings it knows (docs/clustering.md)."""
     from meshmq.client import connect
 
     async def go():
         async with await connect(url) as conn:
             return await conn.admin.cluster_state()
 
-    state = _run(go())
+    state = run_coroutine(go())
     bridges, remote = _rows(state)
     if not sys.stdout.isatty():  # piped: tab-separated, a header line per table
         for header, rows in ((BRIDGE_HEADER, bridges), (BINDING_HEADER, remote)):
@@ -55,7 +57,7 @@ def bindings(url: str) -> None:
     from rich.table import Table
 
     console = Console()
-    for title, header, rows in (("bridges", BRIDGE_HEADER, bridges), ("remote bindings", BINDING_HEADER, remote)):
+    for title, header, rows in (("links", BRIDGE_HEADER, bridges), ("remote bindings", BINDING_HEADER, remote)):
         table = Table(*header, title=f"{state.node_name}: {title}")
         for row in rows:
             table.add_row(*row)

@@ -8,37 +8,24 @@ import sys
 import click
 
 from meshmq import __version__
+from meshmq.cli.analytics import analytics
+from meshmq.cli.cluster import cluster
+from meshmq.cli.common import fail, run_coroutine
+from meshmq.cli.perf import perf
+from meshmq.cli.security import certs, user
 from meshmq.config import defaults
 from meshmq.config.loader import ConfigError, default_dev_config_yaml, effective_config_yaml, load_config, load_config_text
-from meshmq.errors import MeshMQError
 
 DEFAULT_URL = defaults.CLIENT_URL
-
-
-def _fail(message: str) -> None:
-    click.secho(f"error: {message}", fg="red", err=True)
-    sys.exit(2)
 
 
 def _load(path: str):
     try:
         return load_config(path)
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        _fail(f"cannot read config {path}: {exc.strerror}")
-
-
-def _run(coro):
-    from meshmq.runtime import install_event_loop_policy
-
-    install_event_loop_policy()
-    try:
-        return asyncio.run(coro)
-    except MeshMQError as exc:
-        _fail(f"{exc} ({exc.reason.value})")
-    except KeyboardInterrupt:
-        return None
+        fail(f"cannot read config {path}: {exc.strerror}")
 
 
 def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hint: str = "") -> None:
@@ -54,15 +41,15 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hi
     try:
         svc = service(name)
     except UnknownServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     problems = start_problems(config, name)
     if problems:
-        _fail("\n".join(problems) + refusal_hint)
+        fail("\n".join(problems) + refusal_hint)
     setup_logging(config.name)
     try:
         shown = effective_config_yaml(config, computed=True)
     except ValueError as exc:  # MESHMQ_MEMORY_LIMIT that is not a size
-        _fail(str(exc))
+        fail(str(exc))
     if not quiet:
         click.echo("# effective configuration\n" + shown, err=True)
     banner = open_banner(config, name)
@@ -76,7 +63,7 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hi
         sys.stdout.flush()
 
     try:
-        _run(svc.run(config, ready_file=ready_file, on_ready=announce))
+        run_coroutine(svc.run(config, ready_file=ready_file, on_ready=announce))
     except NodeHalted as exc:
         click.secho(f"error: node halted: {exc}", fg="red", err=True)
         sys.exit(3)
@@ -84,7 +71,7 @@ def _serve(config, name: str, ready_file: str | None, quiet: bool, *, refusal_hi
         click.secho(f"error: scale-down failed: {exc}", fg="red", err=True)
         sys.exit(4)
     except (RuntimeError, OSError) as exc:  # start-up failures (a store that cannot open, a port taken): say what
-        _fail(str(exc))
+        fail(str(exc))
 
 
 @click.group()
@@ -111,7 +98,7 @@ def up(ctx, config_path, data_dir, host, port, console_port, ready_file, quiet) 
             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
         ]
         if given:
-            _fail(
+            fail(
                 f"{', '.join(given)} shape the starter config and cannot be combined with --config; "
                 f"set them in {config_path} (acceptors[0].host/port, data-directory)"
             )
@@ -123,7 +110,7 @@ def up(ctx, config_path, data_dir, host, port, console_port, ready_file, quiet) 
                 source="<meshmq up>"
             )
         except ConfigError as exc:
-            _fail(str(exc))
+            fail(str(exc))
     hint = "" if config_path else (
         "\nThe starter config does not decide that for you: `meshmq config default > node.yaml`, set the host and "
         "security-enabled there, then `meshmq up --config node.yaml`")
@@ -183,7 +170,7 @@ def _parse_props(items: tuple[str, ...]) -> dict:
     props = {}
     for item in items:
         if "=" not in item:
-            _fail(f"--property {item!r}: expected NAME=VALUE")
+            fail(f"--property {item!r}: expected NAME=VALUE")
         key, raw = item.split("=", 1)
         value: object = raw
         for conv in (int, float):
@@ -244,7 +231,7 @@ def send(url, address, body, body_file, count, properties, durable, priority, tt
             if failed:
                 sys.exit(1)
 
-    _run(go())
+    run_coroutine(go())
 
 
 @main.command()
@@ -261,7 +248,7 @@ def receive(url, queue, address, subscription, filter_, count, timeout, no_ack) 
     from meshmq.client import connect
 
     if not queue and not address:
-        _fail("give --queue or --address")
+        fail("give --queue or --address")
 
     async def go():
         async with await connect(url) as conn:
@@ -283,7 +270,7 @@ def receive(url, queue, address, subscription, filter_, count, timeout, no_ack) 
             await consumer.close()
             click.echo(f"received {got} message(s)", err=True)
 
-    _run(go())
+    run_coroutine(go())
 
 
 @main.group()
@@ -301,19 +288,26 @@ def queue_list(url) -> None:
         async with await connect(url) as conn:
             return await conn.admin.list_queues()
 
-    qs = _run(go())
+    qs = run_coroutine(go())
     header = ("queue", "address", "routing", "durable", "messages", "paged", "paged-bytes", "scheduled", "consumers",
-              "delivering", "added", "acked", "paused", "filter")
+              "delivering", "added", "acked", "paused", "filter", "kind")
     rows = [
         (
             q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
             str(q.message_count), str(q.paged_count), str(q.paged_bytes), str(q.scheduled_count), str(q.consumer_count),
             str(q.delivering_count), str(q.messages_added), str(q.messages_acknowledged), "yes" if q.paused else "no",
-            q.filter,
+            q.filter, queue_kind(q),
         )
         for q in qs
     ]
     _print_table(header, rows)
+
+
+def queue_kind(q) -> str:
+    """A queue's attributes in Artemis's words ("last-value-key=k, non-destructive, exclusive"; "" if ordinary)."""
+    words = [f"last-value-key={q.last_value_key}"] if q.last_value_key else []
+    words += [w for w, on in (("non-destructive", q.non_destructive), ("exclusive", q.exclusive)) if on]
+    return ", ".join(words)
 
 
 def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
@@ -338,15 +332,21 @@ def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
 @click.option("--routing-type", type=click.Choice(["anycast", "multicast"]), default="anycast", show_default=True)
 @click.option("--filter", "filter_", default="")
 @click.option("--durable/--non-durable", default=True, show_default=True)
-def queue_create(name, url, address, routing_type, filter_, durable) -> None:
+@click.option("--last-value-key", default=None, help="A last-value queue on this message property (_AMQ_LVQ_NAME: Artemis's legacy last-value).")
+@click.option("--non-destructive/--destructive", default=None, help="Consumers read without removing. [default: the address settings']")
+@click.option("--exclusive/--not-exclusive", default=None, help="One consumer at a time receives. [default: the address settings']")
+def queue_create(name, url, address, routing_type, filter_, durable, last_value_key, non_destructive, exclusive) -> None:
     from meshmq.client import connect
 
     async def go():
         async with await connect(url) as conn:
-            q = await conn.admin.create_queue(name, address=address, routing_type=routing_type, filter=filter_, durable=durable)
-            click.echo(f"created queue {q.name} on address {q.address}")
+            q = await conn.admin.create_queue(name, address=address, routing_type=routing_type, filter=filter_, durable=durable,
+                                              last_value_key=last_value_key, non_destructive=non_destructive,
+                                              exclusive=exclusive)
+            kind = queue_kind(q)
+            click.echo(f"created queue {q.name} on address {q.address}" + (f" ({kind})" if kind else ""))
 
-    _run(go())
+    run_coroutine(go())
 
 
 @queue.command("delete")
@@ -361,7 +361,7 @@ def queue_delete(name, url, force) -> None:
             n = await conn.admin.delete_queue(name, force=force)
             click.echo(f"deleted queue {name} ({n} messages removed)")
 
-    _run(go())
+    run_coroutine(go())
 
 
 @queue.command("purge")
@@ -375,7 +375,7 @@ def queue_purge(name, url) -> None:
             n = await conn.admin.purge_queue(name)
             click.echo(f"purged {n} messages from {name}")
 
-    _run(go())
+    run_coroutine(go())
 
 
 @queue.command("browse")
@@ -394,7 +394,7 @@ def queue_browse(name, url, offset, limit, filter_, body_bytes) -> None:
         async with await connect(url) as conn:
             return await conn.admin.browse(name, offset=offset, limit=limit, filter=filter_, body_preview_bytes=body_bytes)
 
-    page = _run(go())
+    page = run_coroutine(go())
     rows = []
     for b in page.messages:
         m = b.message
@@ -417,7 +417,7 @@ def _with_progress(what: str, call):
         def on_progress(p) -> None:
             bar.update(task, completed=p.done, total=p.total or None)
 
-        return _run(call(on_progress))
+        return run_coroutine(call(on_progress))
 
 
 @queue.command("move")
@@ -491,7 +491,7 @@ def _pause(name: str, url: str, *, pause: bool) -> None:
             q = await call(name)
             click.echo(f"{'paused' if q.paused else 'resumed'} queue {q.name} ({q.message_count} messages)")
 
-    _run(go())
+    run_coroutine(go())
 
 
 @main.group()
@@ -514,7 +514,7 @@ def address_create(name, url, routing_types) -> None:
             kinds = "+".join(mpb.RoutingType.Name(rt) for rt in a.routing_types)
             click.echo(f"address {a.name} ({kinds})" + (f", queues: {', '.join(a.queues)}" if a.queues else ""))
 
-    _run(go())
+    run_coroutine(go())
 
 
 @address.command("delete")
@@ -529,14 +529,8 @@ def address_delete(name, url, force) -> None:
             n = await conn.admin.delete_address(name, force=force)
             click.echo(f"deleted address {name} ({n} messages removed)")
 
-    _run(go())
+    run_coroutine(go())
 
-
-from meshmq.cli.analytics import analytics  # noqa: E402  (registers the command groups)
-from meshmq.cli.cluster import cluster  # noqa: E402
-from meshmq.cli import cluster_state  # noqa: E402,F401  (adds `meshmq cluster bindings`)
-from meshmq.cli.perf import perf  # noqa: E402
-from meshmq.cli.security import certs, user  # noqa: E402
 
 main.add_command(perf)
 main.add_command(analytics)

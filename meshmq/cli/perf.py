@@ -7,17 +7,16 @@ import json
 import click
 
 from meshmq import perf as p
+from meshmq.cli.common import run_coroutine
 from meshmq.config.defaults import CLIENT_URL
 
 
 def _progress_run(total: int, make):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from meshmq.cli.main import _run
-
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=True) as bar:
         task = bar.add_task("messages", total=total)
-        return _run(make(lambda n: bar.advance(task, n)))
+        return run_coroutine(make(lambda n: bar.advance(task, n)))
 
 
 def _print(results, as_json: bool) -> None:

@@ -22,21 +22,25 @@ from meshmq.errors import (
     MessageTooLargeError,
     QueueExistsError,
     QueueNotFoundError,
+    SlowConsumerError,
     TransactionRolledBackError,
     UnblockedError,
 )
 
+from .browser import BrowsedMessage, QueueBrowser
 from .connection import Admin, Connection, connect
 from .consumer import Consumer
 from .failover import FailoverEventType
 from .message import ReceivedMessage
 from .producer import Producer
 from .session import Session
-from .uri import ClientOptions, parse_uri
+from .options import ClientOptions
+from .uri import parse_uri
 
 __all__ = [
     "Admin",
     "AuthenticationError",
+    "BrowsedMessage",
     "ClientOptions",
     "Connection",
     "ConnectionFailedError",
@@ -51,10 +55,12 @@ __all__ = [
     "MeshMQError",
     "MessageTooLargeError",
     "Producer",
+    "QueueBrowser",
     "QueueExistsError",
     "QueueNotFoundError",
     "ReceivedMessage",
     "Session",
+    "SlowConsumerError",
     "TransactionRolledBackError",
     "UnblockedError",
     "FailoverEventType",

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 from meshmq.errors import UnblockedError
 
 from . import connection as aconn
 from .failover import FailoverListener
+from .browser import BrowsedMessage, QueueBrowser as AsyncQueueBrowser
 from .consumer import Consumer as AsyncConsumer
 from .message import ReceivedMessage
 from .producer import Producer as AsyncProducer
@@ -92,6 +93,35 @@ class Consumer:
         self._loop.run(self._inner.close())
 
 
+class QueueBrowser:
+    """`for msg in browser`: each loop is a new pass over the queue (the async
+    QueueBrowser's), its pages fetched on the client's loop as the loop goes."""
+
+    def __init__(self, loop: _LoopThread, inner: AsyncQueueBrowser) -> None:
+        self._loop, self._inner = loop, inner
+
+    @property
+    def queue(self) -> str:
+        return self._inner.queue
+
+    def __iter__(self) -> Iterator[BrowsedMessage]:
+        it = self._inner.__aiter__()
+        while True:
+            try:
+                yield self._loop.run(it.__anext__())
+            except StopAsyncIteration:
+                return
+
+    def close(self) -> None:
+        self._loop.run(self._inner.close())
+
+    def __enter__(self) -> QueueBrowser:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class Session:
     def __init__(self, loop: _LoopThread, inner: AsyncSession) -> None:
         self._loop, self._inner = loop, inner
@@ -101,6 +131,18 @@ class Session:
 
     def create_consumer(self, queue: str = "", **kwargs) -> Consumer:
         return Consumer(self._loop, self._loop.run(self._inner.create_consumer(queue, **kwargs)))
+
+    def create_browser(self, queue: str, filter: str = "", **kwargs) -> QueueBrowser:
+        """As the async Session.create_browser."""
+        return QueueBrowser(self._loop, self._loop.run(self._inner.create_browser(queue, filter, **kwargs)))
+
+    def request(self, address: str, body: bytes = b"", *, timeout: float = 30.0, **kwargs) -> ReceivedMessage:
+        """As the async Session.request: the reply, or TimeoutError after `timeout` seconds."""
+        return self._loop.run(self._inner.request(address, body, timeout=timeout, **kwargs))
+
+    def reply(self, request_msg: ReceivedMessage, body: bytes = b"", **kwargs) -> None:
+        """As the async Session.reply: answer `request_msg` at its reply_to."""
+        self._loop.run(self._inner.reply(request_msg, body, **kwargs))
 
     def commit(self) -> None:
         self._loop.run(self._inner.commit())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 
 import grpc
 
@@ -22,7 +22,8 @@ from .loadbalance import LoadBalancingPolicy, policy_from_name
 from .rebalance import rebalance_plan
 from .session import Session
 from .trust import may_receive_credentials, session_candidates, topology_is_verified
-from .uri import ClientOptions, ParsedURI, Server, parse_uri
+from .options import ClientOptions, Server
+from .uri import ParsedURI, parse_uri
 
 log = logging.getLogger("meshmq.client")
 
@@ -55,6 +56,22 @@ class _Node:
         self.channel = open_channel(server.target, credentials=tls, options=options)
         self.broker = bgrpc.BrokerStub(self.channel)
         self.management = mggrpc.ManagementStub(self.channel)
+
+
+class _SessionHost:
+    """A connection as its sessions see it (session.py's SessionHost), so a session
+    reaches no further into the connection than this."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self.metadata = connection._metadata
+        self.options = connection.uri.options
+        self.incidents = connection._incidents
+        self.admin = connection._admin
+        self.failover_candidates = connection._failover_candidates
+
+    def broker(self, server: Server) -> bgrpc.BrokerStub:
+        return self._connection._node(server).broker
 
 
 class Connection:
@@ -99,6 +116,7 @@ class Connection:
         self._topology_changed = asyncio.Event()
         self._rng = random.Random()
         self.rebalances = 0  # rebalance requests followed (rebalance-cluster-clients on the nodes)
+        self._session_host = _SessionHost(self)
 
     def _node(self, server: Server) -> _Node:
         node = self._nodes.get(server.target)
@@ -314,7 +332,7 @@ class Connection:
         errors = []
         for i in range(len(servers)):
             server = servers[(first + i) % len(servers)]
-            s = Session(self, server, transacted)
+            s = Session(self._session_host, server, transacted)
             try:
                 await s._open()
             except ConnectionFailedError as exc:
@@ -409,12 +427,18 @@ class Admin:
         return list((await self._call(self._stub.ListConsumers, mgpb.ListConsumersRequest(queue=queue))).consumers)
 
     async def create_queue(
-        self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True
+        self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
+        last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,
     ) -> mgpb.QueueInfo:
+        """Create a queue. `last_value_key`, `non_destructive` and `exclusive` are
+        Artemis's queue attributes (docs/broker.md); None takes the address
+        settings' default (default-last-value-key, default-non-destructive,
+        default-exclusive-queue)."""
         if routing_type not in _ROUTING:
             raise ValueError(f"routing_type must be 'anycast' or 'multicast', got {routing_type!r}")
         req = mgpb.CreateQueueRequest(
-            name=name, address=address or name, routing_type=_ROUTING[routing_type], filter=filter, durable=durable
+            name=name, address=address or name, routing_type=_ROUTING[routing_type], filter=filter, durable=durable,
+            last_value_key=last_value_key, non_destructive=non_destructive, exclusive=exclusive,
         )
         return await self._call(self._stub.CreateQueue, req)
 
@@ -444,6 +468,22 @@ class Admin:
         req = mgpb.BrowseMessagesRequest(queue=queue, offset=offset, limit=limit, filter=filter,
                                          body_preview_bytes=body_preview_bytes)
         return await self._call(self._stub.BrowseMessages, req)
+
+    async def browse_queue(self, queue: str, *, filter: str = "", page_size: int = 0
+                           ) -> AsyncGenerator[mgpb.BrowsePage, None]:
+        """Pages of all of `queue`'s messages a consumer would meet, in that order,
+        with whole bodies, read as the caller iterates (session.create_browser
+        wraps it). No deadline: the pass lasts as long as the caller takes;
+        closing the iterator ends it on the router."""
+        call = self._stub.BrowseQueue(mgpb.BrowseQueueRequest(queue=queue, filter=filter, page_size=page_size),
+                                      metadata=self._md)
+        try:
+            async for page in call:
+                yield page
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()
 
     async def move_messages(self, queue: str, to_queue: str, *, filter: str = "", limit: int = 0,
                             on_progress: Callable[[mgpb.OperationProgress], None] | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from meshmq.aio import wait_for
 from meshmq.errors import InvalidRequestError, MeshMQError, UnblockedError
@@ -14,8 +14,27 @@ from meshmq.v1 import broker_pb2 as bpb
 
 from .message import ReceivedMessage
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class ConsumerSession(Protocol):
+    """What a consumer needs from its session (session.py implements it): the stream
+    and whether it is up, the transaction its acks join, the stream a planned move
+    left (for acks of what was handed on it), and where a closed consumer signs off."""
+
+    # Set while the session's stream is up; cleared while it fails over.
+    ready: asyncio.Event
+    transacted: bool
+
+    def write(self, req: bpb.SessionRequest) -> None: ...
+
+    def note_transaction_work(self) -> None: ...
+
+    def mark_rollback_only(self) -> None: ...
+
+    def settle_on_old_stream(self, consumer_id: int, delivery_id: int, *, nack: bool) -> bool: ...
+
+    def old_stream_settled(self) -> None: ...
+
+    def forget_consumer(self, consumer_id: int) -> None: ...
 
 
 # How many handed messages a consumer remembers across a failover (its delivery counts).
@@ -33,7 +52,7 @@ class _Moved:
 
 
 class Consumer:
-    def __init__(self, session: Session, request: bpb.CreateConsumer) -> None:
+    def __init__(self, session: ConsumerSession, request: bpb.CreateConsumer) -> None:
         self._session = session
         self._request = request  # sent again when the session fails over
         self.id = request.consumer_id
@@ -166,7 +185,7 @@ class Consumer:
     def _ask_for_one(self) -> None:
         """consumerWindowSize=0: no buffering; one message is sent when the application asks."""
         if (self.window_size == 0 and not self._buffer and not self._asked and not self._closed
-                and self._session._ready.is_set()):
+                and self._session.ready.is_set()):
             self._asked = True
             self.grant(1)  # one byte of credit lets exactly one message through
 
@@ -227,7 +246,7 @@ class Consumer:
         if self.window_size <= 0:
             return
         self._consumed += size
-        if self._consumed >= self.window_size // 2 and self._session._ready.is_set():
+        if self._consumed >= self.window_size // 2 and self._session.ready.is_set():
             credits, self._consumed = self._consumed, 0
             self._session.write(bpb.SessionRequest(flow=bpb.Flow(consumer_id=self.id, credits=credits)))
 
@@ -243,7 +262,7 @@ class Consumer:
             self._settle_earlier(msg, nack=False)
             return
         if self._session.transacted:
-            self._session._tx_work = True
+            self._session.note_transaction_work()
         self._unsettled -= 1
         self._acks.append(msg.delivery_id)
         self._schedule()
@@ -253,7 +272,7 @@ class Consumer:
             self._settle_earlier(msg, nack=True)
             return
         if self._session.transacted:
-            self._session._tx_work = True
+            self._session.note_transaction_work()
         self._unsettled -= 1
         self._nacks.append(msg.delivery_id)
         self._schedule()
@@ -263,16 +282,16 @@ class Consumer:
         stream a planned move left takes it while it lasts; after a failover its delivery
         id means nothing on the new stream (it may even name another message there)."""
         moved = self._moved
-        if moved is not None and msg.incarnation == moved.incarnation and self._session._settle_on_old_stream(
+        if moved is not None and msg.incarnation == moved.incarnation and self._session.settle_on_old_stream(
             self.id, msg.delivery_id, nack=nack
         ):
             moved.unsettled -= 1
             if moved.unsettled <= 0:
                 self._moved = None
-                self._session._old_stream_settled()
+                self._session.old_stream_settled()
             return
         if self._session.transacted:
-            self._session._rollback_only = True  # its transaction cannot hold it: commit rolls back and says so
+            self._session.mark_rollback_only()  # its transaction cannot hold it: commit rolls back and says so
             return
         raise self._stale(msg, "given back" if nack else "acknowledged")
 
@@ -299,7 +318,7 @@ class Consumer:
 
     def _flush_acks(self) -> None:
         self._flush_scheduled = False
-        if self._error is not None or not self._session._ready.is_set():
+        if self._error is not None or not self._session.ready.is_set():
             return  # (held until the stream is back: _on_ready)
         if self._acks:
             acks, self._acks = self._acks, []
@@ -315,10 +334,10 @@ class Consumer:
         self._flush_acks()
         self._closed = True
         self._arrived.set()
-        if self._error is None and self._session._ready.is_set():
+        if self._error is None and self._session.ready.is_set():
             self._session.write(
                 bpb.SessionRequest(
                     close_consumer=bpb.CloseConsumer(consumer_id=self.id, last_handed_delivery_id=self.last_handed)
                 )
             )
-        self._session._forget_consumer(self.id)
+        self._session.forget_consumer(self.id)

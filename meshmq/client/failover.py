@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from meshmq.errors import ConnectionFailedError, FencedError, MeshMQError, StoreUnavailableError
 
-from .uri import ClientOptions, Server
+from .options import ClientOptions, Server
 
 log = logging.getLogger("meshmq.client")
 

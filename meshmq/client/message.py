@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from meshmq.properties import PropertyValue, properties_dict
 from meshmq.v1 import messages_pb2 as mpb
 
-if TYPE_CHECKING:
-    from .consumer import Consumer
+
+class Settler(Protocol):
+    """What a message needs from the consumer that delivered it (consumer.py's
+    Consumer): where its ack or nack goes."""
+
+    def ack(self, msg: ReceivedMessage) -> None: ...
+
+    def nack(self, msg: ReceivedMessage) -> None: ...
 
 
 class ReceivedMessage:
     __slots__ = ("_consumer", "delivery_id", "delivery_count", "proto", "body", "size", "_props", "incarnation")
 
-    def __init__(self, consumer: Consumer, delivery_id: int, delivery_count: int, proto: mpb.Message, body: bytes,
+    def __init__(self, consumer: Settler, delivery_id: int, delivery_count: int, proto: mpb.Message, body: bytes,
                  incarnation: int = 0):
         self._consumer = consumer
         self.delivery_id = delivery_id
@@ -62,6 +68,31 @@ class ReceivedMessage:
     @property
     def duplicate_id(self) -> str:
         return self.proto.duplicate_id
+
+    @property
+    def reply_to(self) -> str:
+        """JMSReplyTo: the address a reply goes to ("" if none)."""
+        return self.proto.reply_to
+
+    @property
+    def correlation_id(self) -> str:
+        """JMSCorrelationID: ties a reply to its request ("" if none)."""
+        return self.proto.correlation_id
+
+    @property
+    def type(self) -> str:
+        """JMSType: the application's name for the kind of message ("" if none)."""
+        return self.proto.type
+
+    @property
+    def group_id(self) -> str:
+        """JMSXGroupID: the message group ("" if none)."""
+        return self.proto.group_id
+
+    @property
+    def group_seq(self) -> int:
+        """JMSXGroupSeq: the message's place in its group (0 if unset)."""
+        return self.proto.group_seq
 
     def ack(self) -> None:
         """Acknowledge this message (sent with the next batch of acks, without waiting)."""

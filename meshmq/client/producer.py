@@ -8,18 +8,37 @@ import itertools
 import math
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from meshmq.errors import MeshMQError, MessageTooLargeError, Reason, error_for
 from meshmq.transport import MAX_CLIENT_FRAME
-from meshmq.properties import PropertyValue, set_properties
+from meshmq.properties import SCHED_DELAY, SCHED_DELIVERY, PropertyValue, set_properties
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
 
-from .uri import ClientOptions
+from .options import ClientOptions
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class ProducerSession(Protocol):
+    """What a producer needs from its session (session.py implements it): the stream
+    and whether it is up, the transaction its sends join, a planned move it may have
+    held up, and where a closed producer signs off."""
+
+    # Set while the session's stream is up; cleared while it fails over.
+    ready: asyncio.Event
+    transacted: bool
+
+    def write(self, req: bpb.SessionRequest) -> None: ...
+
+    async def write_paced(self, req: bpb.SessionRequest) -> None: ...
+
+    async def wait_ready(self) -> None: ...
+
+    def note_transaction_work(self) -> None: ...
+
+    def try_move(self) -> None: ...
+
+    def forget_producer(self, producer_id: int) -> None: ...
 
 ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
 _FRAME_MARGIN = 64 * 1024  # room for headers and properties within one frame
@@ -31,7 +50,7 @@ def _window(size: int) -> float:
 
 
 class Producer:
-    def __init__(self, session: Session, producer_id: int, address: str, options: ClientOptions,
+    def __init__(self, session: ProducerSession, producer_id: int, address: str, options: ClientOptions,
                  idempotent: bool = False) -> None:
         self._session = session
         self.id = producer_id
@@ -81,19 +100,34 @@ class Producer:
         expiration: int = 0,
         duplicate_id: str = "",
         routing_type: str | int | None = None,
+        reply_to: str = "",
+        correlation_id: str = "",
+        type: str = "",
+        group_id: str = "",
+        group_seq: int = 0,
+        delivery_time: int = 0,
+        delivery_delay: int = 0,
     ) -> asyncio.Future[None]:
         """Queue one message; returns a future that completes at its confirm.
 
         Waits only while the confirmation window is full. `ttl` (ms) sets the
         expiration relative to now; `expiration` sets it absolutely.
+        `reply_to`, `correlation_id`, `type`, `group_id` and `group_seq` are
+        the JMS headers JMSReplyTo, JMSCorrelationID, JMSType, JMSXGroupID and
+        JMSXGroupSeq (selectors name them so); unset, they cost nothing.
+        Scheduled delivery: the router stores and confirms the message at
+        once but delivers it no earlier than `delivery_time` (ms since the
+        epoch, the `_AMQ_SCHED_DELIVERY` property) or `delivery_delay` ms
+        after it accepts it (`_AMQ_SCHED_DELAY`, timed by the router's clock,
+        not this one's).
         """
         session = self._session
-        if not session._ready.is_set():
-            await session._wait_ready()  # a failover in progress
+        if not session.ready.is_set():
+            await session.wait_ready()  # a failover in progress
         if self._failure is not None:
             raise self._failure
         if session.transacted:
-            session._tx_work = True
+            session.note_transaction_work()
         if not 0 <= priority <= 9:
             raise ValueError(f"priority must be 0..9, got {priority}")
         if routing_type not in _ROUTING:
@@ -103,6 +137,14 @@ class Producer:
                 raise ValueError("an idempotent producer stamps its own duplicate ids; do not pass one")
             duplicate_id = f"{self.idempotent_key}:{next(self._sequence)}"
         body = bytes(body)
+        if delivery_time or delivery_delay:
+            if delivery_time < 0 or delivery_delay < 0:
+                raise ValueError("delivery_time and delivery_delay must not be negative")
+            properties = dict(properties or {})
+            if delivery_time:
+                properties[SCHED_DELIVERY] = delivery_time
+            else:
+                properties[SCHED_DELAY] = delivery_delay
         if ttl:
             import time
 
@@ -115,6 +157,9 @@ class Producer:
             duplicate_id=duplicate_id,
             routing_type=_ROUTING[routing_type],
         )
+        if reply_to or correlation_id or type or group_id or group_seq:
+            fields.update(reply_to=reply_to, correlation_id=correlation_id, type=type, group_id=group_id,
+                          group_seq=group_seq)
         if len(body) > self._large_at:
             return await self._send_large(body, properties, fields)
         if len(body) > MAX_CLIENT_FRAME - _FRAME_MARGIN:
@@ -127,8 +172,8 @@ class Producer:
             await self._room.wait()
             if self._failure is not None:
                 raise self._failure
-            if not session._ready.is_set():
-                await session._wait_ready()
+            if not session.ready.is_set():
+                await session.wait_ready()
         if self._req is None:
             self._req = bpb.SessionRequest()
             self._req.send.producer_id = self.id
@@ -195,7 +240,7 @@ class Producer:
                 await session.write_paced(bpb.SessionRequest(large_chunk=chunk))
         finally:
             self._large_sending -= 1
-            session._try_move()
+            session.try_move()
         return fut
 
     async def flush(self) -> None:
@@ -259,7 +304,7 @@ class Producer:
         batches = [self._inflight.pop(bid) for bid in sorted(batch_ids) if bid in self._inflight]
         self._inflight_bytes -= sum(size for _, size, _ in batches)
         self._keep_or_fail(batches, err)
-        if self._resend and self._session._ready.is_set():
+        if self._resend and self._session.ready.is_set():
             self._send_again()
         self._room.set()
 
@@ -308,6 +353,6 @@ class Producer:
     async def close(self) -> None:
         await self.flush()
         session = self._session
-        session._forget_producer(self.id)
-        if self._failure is None and session._ready.is_set():
+        session.forget_producer(self.id)
+        if self._failure is None and session.ready.is_set():
             session.write(bpb.SessionRequest(close_producer=bpb.CloseProducer(producer_id=self.id)))

@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Protocol
 
 import grpc
 
@@ -33,17 +33,51 @@ from meshmq.errors import (
     ConnectionFailedError, InvalidRequestError, MeshMQError, QueueExistsError, Reason, ScaledDownError,
     TransactionRolledBackError, UnblockedError, error_for, from_rpc_error,
 )
+from meshmq.properties import PropertyValue
 from meshmq.v1 import broker_pb2 as bpb
+from meshmq.v1 import broker_pb2_grpc as bgrpc
+from meshmq.v1 import management_pb2 as mgpb
 
+from . import request_reply
+from .browser import QueueBrowser
 from .consumer import Consumer
-from .failover import reconnect_delays, warrants_failover
+from .failover import Incidents, reconnect_delays, warrants_failover
+from .message import ReceivedMessage
+from .options import ClientOptions, Server
 from .producer import Producer
-from .uri import Server
-
-if TYPE_CHECKING:
-    from .connection import Connection
 
 log = logging.getLogger("meshmq.client")
+
+
+class QueueAdmin(Protocol):
+    """The management calls a session makes itself (connection.py's Admin): its
+    non-durable queues, created again after a failover."""
+
+    async def queue(self, name: str) -> mgpb.QueueInfo | None: ...
+
+    async def create_queue(
+        self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
+        last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,
+    ) -> mgpb.QueueInfo: ...
+
+    def browse_queue(self, queue: str, *, filter: str = "", page_size: int = 0
+                     ) -> AsyncGenerator[mgpb.BrowsePage, None]: ...
+
+
+class SessionHost(Protocol):
+    """What a session needs from its connection (connection.py implements it): the
+    credentials and options, a stub to any node, where to go when its node is lost,
+    and the failover incidents its listeners hear about."""
+
+    metadata: tuple[tuple[str, str], ...]
+    options: ClientOptions
+    incidents: Incidents
+
+    def broker(self, server: Server) -> bgrpc.BrokerStub: ...
+
+    def admin(self, server: Server) -> QueueAdmin: ...
+
+    def failover_candidates(self, lost_on: Server, node_id: str, *, redirect: str = "") -> list[Server]: ...
 
 
 class _Stream:
@@ -82,11 +116,39 @@ class _OldStream:
         return any(self.batches.values())
 
 
+class _Members:
+    """The session as its producers and consumers see it (ProducerSession in
+    producer.py, ConsumerSession in consumer.py), so neither reaches into the
+    session's own state. The stream, its readiness and the calls are bound once:
+    a send goes through no extra call."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.ready = session._ready
+        self.transacted = session.transacted
+        self.write = session.write
+        self.write_paced = session.write_paced
+        self.wait_ready = session._wait_ready
+        self.try_move = session._try_move
+        self.settle_on_old_stream = session._settle_on_old_stream
+        self.old_stream_settled = session._old_stream_settled
+        self.forget_producer = session._forget_producer
+        self.forget_consumer = session._forget_consumer
+
+    def note_transaction_work(self) -> None:
+        """A send or an ack joined the open transaction."""
+        self._session._tx_work = True
+
+    def mark_rollback_only(self) -> None:
+        """The open transaction cannot hold what was just settled: its commit rolls back."""
+        self._session._rollback_only = True
+
+
 class Session:
-    def __init__(self, connection: Connection, server: Server, transacted: bool) -> None:
-        self._connection = connection
-        self._metadata = connection._metadata
-        self.options = connection.uri.options
+    def __init__(self, host: SessionHost, server: Server, transacted: bool) -> None:
+        self._host = host
+        self._metadata = host.metadata
+        self.options = host.options
         self.transacted = transacted
         # The node this session's stream goes to (it changes when the session fails over).
         self.server = server
@@ -96,7 +158,10 @@ class Session:
         self._outq: asyncio.Queue[bpb.SessionRequest | None] = asyncio.Queue()
         self._ids = itertools.count(1)
         self._producers: dict[int, Producer] = {}
+        self._reply_producer: Producer | None = None  # reply_producer(), for request() and reply()
+        self._reply_lock = asyncio.Lock()
         self._consumers: dict[int, Consumer] = {}
+        self._browsers: list[QueueBrowser] = []  # closed with the session, as in JMS
         self._calls: dict[tuple[str, int], asyncio.Future] = {}
         self._tasks: list[asyncio.Task] = []
         self._failure: MeshMQError | None = None
@@ -109,6 +174,7 @@ class Session:
         self._tx_work = False
         self._rollback_only = False
         self._ending = ""  # "commit" or "rollback" while one waits for its answer
+        self._members = _Members(self)
         # Non-durable queues this session created: a failover creates them again (create_queue).
         self._volatile_queues: dict[str, dict] = {}
         # How many times the session moved to a new stream (FailoverEventType listeners tell more).
@@ -134,7 +200,7 @@ class Session:
         """Open a session stream on `server`, answered within `timeout_ms` (callTimeout
         by default), and make it this session's; with `adopt` false (a planned move)
         the caller adopts it once the old one can be left, and the old one carries on meanwhile."""
-        call = self._connection._node(server).broker.Session(metadata=self._metadata)
+        call = self._host.broker(server).Session(metadata=self._metadata)
         outq: asyncio.Queue[bpb.SessionRequest | None] = asyncio.Queue()
         if adopt:
             self._call, self._outq = call, outq
@@ -307,16 +373,16 @@ class Session:
 
     async def _fail_over(self, err: MeshMQError) -> None:
         """Move to a new stream: rounds over the candidates with the retry backoff."""
-        connection = self._connection
+        host = self._host
         lost_on = self.server
         redirect = err.target if isinstance(err, ScaledDownError) and err.target else ""
-        incident = connection._incidents.begin(lost_on, err)
+        incident = host.incidents.begin(lost_on, err)
         last: MeshMQError = err
         try:
             for delay in reconnect_delays(self.options, self.options.reconnectAttempts):
                 if delay:
                     await asyncio.sleep(delay)
-                for server in connection._failover_candidates(lost_on, self.node_id, redirect=redirect):
+                for server in host.failover_candidates(lost_on, self.node_id, redirect=redirect):
                     try:
                         await self._reattach(server)
                     except MeshMQError as exc:
@@ -327,7 +393,7 @@ class Session:
                         log.info("failover of session %s to %s: %s", self.session_id, server.target, exc)
                         continue
                     self.failovers += 1
-                    connection._incidents.end(incident, moved_to=server, err=None)
+                    host.incidents.end(incident, moved_to=server, err=None)
                     if self.exception_listener is not None:
                         self.exception_listener(UnblockedError(
                             f"the session failed over from {lost_on.target} to {server.target}", failed_over=True))
@@ -337,10 +403,10 @@ class Session:
                 f"{last}"
             )
         except asyncio.CancelledError:
-            connection._incidents.end(incident, moved_to=None, err=ConnectionFailedError("session closed"))
+            host.incidents.end(incident, moved_to=None, err=ConnectionFailedError("session closed"))
             raise
         except MeshMQError as exc:
-            connection._incidents.end(incident, moved_to=None, err=exc)
+            host.incidents.end(incident, moved_to=None, err=exc)
             self._recovery = None
             self._fail(exc)
         finally:
@@ -357,7 +423,7 @@ class Session:
         await self._start_stream(server, self.options.callTimeout if period == -1 else min(self.options.callTimeout, period))
         for name, spec in self._volatile_queues.items():
             try:
-                await self._connection._admin(self.server).create_queue(name, **spec)
+                await self._host.admin(self.server).create_queue(name, **spec)
             except QueueExistsError:
                 pass  # a node that kept it (the same node after a transient break)
         waits = self._queue_creates()
@@ -455,7 +521,7 @@ class Session:
         if not self._movable() or server == self.server:
             return False
         for c in self._consumers.values():
-            if c._request.queue and await self._connection._admin(server).queue(c._request.queue) is None:
+            if c._request.queue and await self._host.admin(server).queue(c._request.queue) is None:
                 log.info("session %s stays on %s: %s has no queue %r", self.session_id, self.server.target,
                          server.target, c._request.queue)
                 return False
@@ -670,7 +736,7 @@ class Session:
         self._flush_acks()
         pid = next(self._ids)
         fut = self._expect("producer_created", pid)
-        p = Producer(self, pid, address, self.options, idempotent)
+        p = Producer(self._members, pid, address, self.options, idempotent)
         self._producers[pid] = p
         self.write(bpb.SessionRequest(create_producer=p._create_request()))
         try:
@@ -681,14 +747,16 @@ class Session:
         return p
 
     async def create_queue(
-        self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True
+        self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
+        last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,
     ):
         """Create a queue on this session's node (management permission needed when
         security is on). A non-durable queue is created again on the node a failover
         moves the session to, as Artemis does: that node never had it."""
         await self._wait_ready()
-        spec = dict(address=address, routing_type=routing_type, filter=filter, durable=durable)
-        info = await self._connection._admin(self.server).create_queue(name, **spec)
+        spec = dict(address=address, routing_type=routing_type, filter=filter, durable=durable,
+                    last_value_key=last_value_key, non_destructive=non_destructive, exclusive=exclusive)
+        info = await self._host.admin(self.server).create_queue(name, **spec)
         if not durable:
             self._volatile_queues[name] = spec
         return info
@@ -712,7 +780,7 @@ class Session:
         cid = next(self._ids)
         window = self.options.consumerWindowSize if window_size is None else window_size
         fut = self._expect("consumer_created", cid)
-        c = Consumer(self, bpb.CreateConsumer(
+        c = Consumer(self._members, bpb.CreateConsumer(
             consumer_id=cid, queue=queue, address=address, subscription=subscription, filter=filter, window_size=window
         ))
         self._consumers[cid] = c
@@ -724,6 +792,39 @@ class Session:
             raise
         c.queue = created.queue
         return c
+
+    async def create_browser(self, queue: str, filter: str = "", *, page_size: int = 0) -> QueueBrowser:
+        """A browser of `queue` on this session's node (browser.py): `async for`
+        meets its messages (those `filter` selects) in the order a consumer
+        would, without consuming them or changing their delivery counts.
+        Needs `browse` on the queue's address when security is on. A missing
+        queue, a bad selector or a refusal is raised here; `page_size`
+        messages travel at a time (0: 100)."""
+        await self._wait_ready()
+        browser = QueueBrowser(self._host.admin(self.server), queue, filter, page_size)
+        await browser.start()
+        self._browsers = [b for b in self._browsers if not b.closed] + [browser]
+        return browser
+
+    async def reply_producer(self) -> Producer:
+        """The session's anonymous producer for requests and replies, made on first use."""
+        async with self._reply_lock:
+            if self._reply_producer is None or self._reply_producer.id not in self._producers:
+                self._reply_producer = await self.create_producer()
+            return self._reply_producer
+
+    async def request(self, address: str, body: bytes = b"", *, timeout: float = 30.0,
+                      properties: Mapping[str, PropertyValue] | None = None, **send_options) -> ReceivedMessage:
+        """Send a request to `address` and return its reply (request_reply.py):
+        the reply goes to a temporary queue of this session, matched by
+        correlation id; TimeoutError after `timeout` seconds without it."""
+        return await request_reply.request(self, address, body, timeout=timeout, properties=properties,
+                                           **send_options)
+
+    async def reply(self, request_msg: ReceivedMessage, body: bytes = b"", *,
+                    properties: Mapping[str, PropertyValue] | None = None, **send_options) -> None:
+        """Answer `request_msg`: send `body` to its reply_to with its correlation id."""
+        await request_reply.reply(self, request_msg, body, properties=properties, **send_options)
 
     async def commit(self) -> None:
         """Commit the transaction. After a failover that met work in it, the
@@ -786,6 +887,8 @@ class Session:
                 except MeshMQError:
                     pass
         self._closed = True
+        for b in self._browsers:
+            await b.close()
         self._end_old_stream()
         if self._failure is None and (recovering or not self._ready.is_set()):
             # Closed while failing over: what an idempotent producer kept to send again never will be.

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .uri import ClientOptions, Server
+from .options import ClientOptions, Server
 
 
 def topology_is_verified(options: ClientOptions) -> bool:

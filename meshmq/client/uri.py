@@ -23,90 +23,22 @@ error naming it, never silently ignored.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass, field, fields, replace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from meshmq.config.defaults import ACCEPTOR_PORT, MAX_WINDOW_SIZE
+from meshmq.config.defaults import (
+    ACCEPTOR_PORT, ETCD_MIN_REFRESH_TIMEOUT, FAILOVER_TRANSPORT_DEFAULTS, INITIAL_WAIT_TIMEOUT, MAX_WINDOW_SIZE, REFRESH_TIMEOUT,
+)
 from meshmq.errors import InvalidRequestError
+
+from .options import ClientOptions, Server
+from .trust import topology_is_verified
 
 SCHEMES = ("meshmq",)
 DEFAULT_PORT = ACCEPTOR_PORT
 
 
-@dataclass(frozen=True)
-class ClientOptions:
-    """Every client option with its default (the Artemis default where there is one)."""
-
-    # Bytes of messages the router may push ahead of consumption (per consumer); -1 = unbounded;
-    # 0 = no buffering: the router sends a message when receive() asks for one (Artemis's slow consumer).
-    consumerWindowSize: int = 1024 * 1024
-    # Bytes of sent-but-unconfirmed messages a producer keeps in flight before send waits; -1 = no limit.
-    # 512 KiB covers the commit pipeline (throughput x commit time); a larger window
-    # only queues more behind it: on the reference machine 1 MiB gave the same durable
-    # msg/s at twice the confirm latency (docs/performance.md).
-    confirmationWindowSize: int = 512 * 1024
-    # Bytes a producer may send before the router grants more (Artemis's producer credits): what
-    # an address with address-full-policy BLOCK holds back while it is full; -1 = no limit. A
-    # producer waits while unconfirmed bytes reach the smaller of this and confirmationWindowSize.
-    producerWindowSize: int = 1024 * 1024
-    # Bodies larger than this travel as a large message, in chunks of this size.
-    minLargeMessageSize: int = 100 * 1024
-    # Most messages a producer puts in one SendBatch frame.
-    producerMaxBatch: int = 1000
-    # Milliseconds a blocking call (connect, create, commit) waits for its answer.
-    callTimeout: int = 30000
-    clientID: str = ""
-    username: str = ""
-    password: str = ""
-    sslEnabled: bool = False
-    # PEM CA bundle to trust (default: the system's), and optional client certificate/key.
-    trustStorePath: str = ""
-    keyStorePath: str = ""
-    keyPath: str = ""
-    # Which node each new session goes to (client-side load balancing).
-    connectionLoadBalancingPolicyClassName: str = "RoundRobin"
-    # true: balance over the cluster topology the connected node reports; false: over the URI's list only.
-    # The topology is learned from announcements, so it is trusted with the password only when verified
-    # (client/trust.py, docs/discovery.md "Clients and an untrusted topology"): with sslEnabled, a node is
-    # used only over TLS checked against the trusted CA for its announced host name; without TLS and with
-    # a username, sessions go only to the URI's own hosts (one warning per connection says so).
-    useTopologyForLoadBalancing: bool = True
-    # Attempts to reach a server at first contact, and the backoff between them (ms).
-    initialConnectAttempts: int = 1
-    retryInterval: int = 2000
-    retryIntervalMultiplier: float = 1.0
-    maxRetryInterval: int = 2000
-    # Automatic client failover (docs/client-failover.md): rounds of attempts to move a failed
-    # session to the node serving its store (the backup that took over, or the same node again after
-    # a transient break), with the retry backoff above; 0 = none (the application gets the failure),
-    # -1 = forever.
-    reconnectAttempts: int = 0
-    # Accepted for Artemis compatibility: the first contact always tries every listed server in turn
-    # and follows a passive backup's pointer to the node it backs up.
-    failoverOnInitialConnection: bool = False
-    # A connection that hears nothing is pinged after clientFailureCheckPeriod ms and declared failed
-    # when the ping goes unanswered: within min(connectionTTL, 2 x clientFailureCheckPeriod) of
-    # silence (a killed process is noticed at once, from the closed socket); -1 = never pinged.
-    clientFailureCheckPeriod: int = 30000
-    connectionTTL: int = 60000
-    # Longest a call made while its session fails over (send, create, commit) waits for the
-    # failover to finish before raising UnblockedError; -1 = as long as the failover takes.
-    callFailoverTimeout: int = 30000
-
-
 _OPTION_TYPES = {f.name: f.type for f in fields(ClientOptions)}
-
-
-@dataclass(frozen=True)
-class Server:
-    host: str
-    port: int
-
-    @property
-    def target(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -116,9 +48,9 @@ class EtcdDiscovery:
     endpoints: tuple[str, ...]
     cluster_name: str
     # How long connect() waits for the first node to show up (Artemis initialWaitTimeout).
-    initial_wait_timeout: int = 10000
+    initial_wait_timeout: int = INITIAL_WAIT_TIMEOUT
     # Announcements older than this are ignored (Artemis refreshTimeout).
-    refresh_timeout: int = 10000
+    refresh_timeout: int = REFRESH_TIMEOUT
 
 
 _DISCOVERY_OPTIONS = {"initialWaitTimeout": "initial_wait_timeout", "refreshTimeout": "refresh_timeout"}
@@ -244,8 +176,10 @@ def _parse_etcd(uri: str, whole: str) -> tuple[EtcdDiscovery, str]:
     found = EtcdDiscovery(endpoints, cluster, **values)
     if found.initial_wait_timeout < 0:
         raise InvalidRequestError("URI option initialWaitTimeout must not be negative")
-    if found.refresh_timeout < 2000:
-        raise InvalidRequestError("URI option refreshTimeout must be at least 2000 ms (etcd's smallest lease)")
+    if found.refresh_timeout < ETCD_MIN_REFRESH_TIMEOUT:
+        raise InvalidRequestError(
+            f"URI option refreshTimeout must be at least {ETCD_MIN_REFRESH_TIMEOUT} ms (etcd's smallest lease)"
+        )
     return found, "&".join(rest)
 
 
@@ -270,19 +204,8 @@ def _parse_discovery(text_: str, whole: str) -> ParsedURI:
     return ParsedURI((), parse_options(rest[1:]), found)
 
 
-# ActiveMQ's failover transport options, with ActiveMQ's defaults (mapped in _failover_options).
-_FAILOVER_DEFAULTS = {
-    "randomize": "true",
-    "maxReconnectAttempts": "-1",
-    "startupMaxReconnectAttempts": "-1",
-    "initialReconnectDelay": "10",
-    "maxReconnectDelay": "30000",
-    "useExponentialBackOff": "true",
-    "reconnectDelayExponent": "2.0",
-    "timeout": "-1",
-    "backup": "false",
-    "updateClusterClients": "false",
-}
+# ActiveMQ's failover transport options: their defaults are defaults.FAILOVER_TRANSPORT_DEFAULTS
+# (mapped in _failover_options).
 _FAILOVER_ALIASES = {"backOffMultiplier": "reconnectDelayExponent"}
 # Accepted only at their defaults (false / empty), each refused with why.
 _FAILOVER_UNSUPPORTED = {
@@ -299,7 +222,7 @@ def _failover_options(query: str, whole: str) -> tuple[str, bool]:
     rest = []
     for key, raw in parse_qsl(query, keep_blank_values=True):
         key = _FAILOVER_ALIASES.get(key, key)
-        if key in _FAILOVER_DEFAULTS:
+        if key in FAILOVER_TRANSPORT_DEFAULTS:
             given[key] = raw
         elif key in _FAILOVER_UNSUPPORTED:
             if raw.lower() not in ("false", ""):
@@ -308,7 +231,7 @@ def _failover_options(query: str, whole: str) -> tuple[str, bool]:
                 )
         else:
             rest.append(f"{key}={raw}")
-    o = {**_FAILOVER_DEFAULTS, **given}
+    o = {**FAILOVER_TRANSPORT_DEFAULTS, **given}
 
     def value(name: str, kind):
         raw = o[name]
@@ -342,7 +265,7 @@ def _parse_failover(text_: str, whole: str) -> ParsedURI:
         inner = inner[2:]
     if not inner.startswith("(") or ")" not in inner:
         raise InvalidRequestError(
-            f"expected failover:(meshmq://h1:61616,meshmq://h2:61617)?options, got {whole!r}"
+            f"expected failover:(meshmq://h1:{ACCEPTOR_PORT},meshmq://h2:{ACCEPTOR_PORT + 1})?options, got {whole!r}"
         )
     close = inner.rfind(")")
     rest = inner[close + 1 :]
@@ -356,14 +279,12 @@ def _parse_failover(text_: str, whole: str) -> ParsedURI:
 def _check_discovery_credentials(parsed: ParsedURI) -> ParsedURI:
     """A discovery URI names no node the user vouches for: every node comes from
     announcements. Without TLS none of them can be verified, so none may get the password."""
-    from .trust import topology_is_verified
-
     if not topology_is_verified(parsed.options):
         raise InvalidRequestError(
             "a discovery URI with a username needs sslEnabled=true: without TLS nothing verifies the nodes "
             "found in etcd (anyone who can write there can announce one), so none may receive the password. "
             "Add sslEnabled=true with a trustStorePath holding the cluster's CA, or name the nodes yourself: "
-            "(meshmq://user:password@h1:61616,meshmq://h2:61616)"
+            f"(meshmq://user:password@h1:{ACCEPTOR_PORT},meshmq://h2:{ACCEPTOR_PORT})"
         )
     return parsed
 

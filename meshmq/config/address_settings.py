@@ -1,46 +1,15 @@
-"""Artemis address wildcards and hierarchical address-settings merging.
+"""Hierarchical address-settings merging: the settings in force for one address.
 
-Wildcard syntax (the Artemis default ``WildcardConfiguration``)
----------------------------------------------------------------
-An address is a list of words separated by ``.``. In a match string:
-
-* ``*`` matches exactly one (non-empty) word: ``news.*`` matches
-  ``news.europe`` but neither ``news`` nor ``news.europe.sport``;
-* ``#`` matches zero or more words: ``news.#`` matches ``news``,
-  ``news.europe`` and ``news.europe.sport``; ``#`` alone matches every address;
-* any other word matches itself only.
-
-A wildcard is always a whole word (``news.eur*`` is rejected by the config
-loader, not silently treated as a prefix), and, as in Artemis
-(``Match.verify``), an address-settings key may use ``#`` only as its last word.
-``wildcard_matches`` itself accepts ``#`` anywhere.
-
-Which match is more specific (Artemis ``HierarchicalObjectRepository.MatchComparator``)
--------------------------------------------------------------------------------------
-Artemis collects every match string that matches an address and orders them:
-
-1. an exact match (no wildcard at all) comes first;
-2. then match strings with ``*`` but no ``#``, compared word by word from the
-   left: at the first word where one has a literal and the other ``*``, the
-   literal one is more specific (``news.europe.*`` beats ``news.*.sport``);
-3. then match strings containing ``#``: the longer match string is more
-   specific (``news.europe.#`` beats ``news.#`` beats ``#``).
-
-So for ``news.europe`` the order is ``news.europe``, ``news.*``, ``*.europe``,
-``news.#``, ``#``. Note that any ``#`` match string loses to any ``*``-only
-one, even with more literal words (``news.europe.#`` loses to ``*.*``), and
-that two ``#`` strings compare by length, not word by word.
-
-Where Artemis leaves two ``#`` strings of equal length unordered (it then
-depends on hash order) meshmq breaks the tie word by word (literal beats ``*``
-beats ``#``) and finally alphabetically, so resolution is deterministic.
+Which match strings apply to an address, and in which order, is decided by the
+Artemis wildcards in ``wildcards.py``.
 
 Merging
 -------
 Artemis merges the ordered settings: each field takes its value from the most
 specific entry that sets it, then the next one, and so on; a field no entry
-sets takes the default from ``defaults.py``. ``id-cache-size`` falls back to the
-broker-wide ``id-cache-size``. An empty string for ``dead-letter-address`` or
+sets takes the default from ``defaults.py``. ``max-redelivery-delay`` left
+unset stays None: it is the merged ``redelivery-delay`` times 10, as Artemis
+reads it. ``id-cache-size`` falls back to the broker-wide ``id-cache-size``. An empty string for ``dead-letter-address`` or
 ``expiry-address`` sets it to "none" explicitly, so a specific match can turn
 off a dead-letter address a broader one set (e.g. for the DLQ itself).
 """
@@ -49,78 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from meshmq.config import defaults
-
-if TYPE_CHECKING:
-    from meshmq.config.models import AddressSettings, BrokerConfig
-
-DELIMITER = "."
-SINGLE_WORD = "*"
-ANY_WORDS = "#"
-
-_LITERAL, _SINGLE, _ANY = 0, 1, 2
-
-
-def has_wildcards(pattern: str) -> bool:
-    return SINGLE_WORD in pattern or ANY_WORDS in pattern
-
-
-def match_syntax_problem(pattern: str) -> str | None:
-    """Why ``pattern`` is not a valid address-settings match string, or None."""
-    if not pattern:
-        return "a match string must not be empty"
-    words = pattern.split(DELIMITER)
-    for index, word in enumerate(words):
-        if not word:
-            return f"empty word in {pattern!r} (check for a leading, trailing or doubled '.')"
-        if word not in (SINGLE_WORD, ANY_WORDS) and (SINGLE_WORD in word or ANY_WORDS in word):
-            return f"wildcard {word!r} must be a whole word ('*' or '#' between dots)"
-        if word == ANY_WORDS and index != len(words) - 1:
-            return "'#' may only be the last word of a match string (as in Artemis)"
-    return None
-
-
-@functools.lru_cache(maxsize=4096)
-def _compile(pattern: str) -> re.Pattern[str]:
-    # Matched against "." + address, so every word is preceded by a dot and
-    # "#" can swallow zero or more whole ".word" groups.
-    parts = []
-    for word in pattern.split(DELIMITER):
-        if word == SINGLE_WORD:
-            parts.append(r"\.[^.]+")
-        elif word == ANY_WORDS:
-            parts.append(r"(?:\.[^.]*)*")
-        else:
-            parts.append(r"\." + re.escape(word))
-    return re.compile("".join(parts))
-
-
-def wildcard_matches(pattern: str, address: str) -> bool:
-    """Whether the Artemis match string ``pattern`` matches ``address``."""
-    if not has_wildcards(pattern):
-        return pattern == address
-    return _compile(pattern).fullmatch(DELIMITER + address) is not None
-
-
-def _specificity_key(pattern: str) -> tuple[Any, ...]:
-    """Sort key: smaller = more specific (see the module docstring)."""
-    kinds = tuple(
-        _SINGLE if w == SINGLE_WORD else _ANY if w == ANY_WORDS else _LITERAL for w in pattern.split(DELIMITER)
-    )
-    if ANY_WORDS in pattern:
-        return (2, -len(pattern), kinds, pattern)
-    if SINGLE_WORD in pattern:
-        return (1, 0, kinds, pattern)
-    return (0, 0, kinds, pattern)
-
-
-def most_specific_first(patterns: Iterable[str]) -> list[str]:
-    """``patterns`` ordered as Artemis orders matches of one address."""
-    return sorted(patterns, key=_specificity_key)
+from meshmq.config.models import AddressSettings, BrokerConfig
+from meshmq.config.wildcards import DELIMITER, compile_match, has_wildcards, match_syntax_problem, most_specific_first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +38,10 @@ class ResolvedAddressSettings:
     expiry_delay: int = defaults.EXPIRY_DELAY
     max_delivery_attempts: int = defaults.MAX_DELIVERY_ATTEMPTS
     redelivery_delay: int = defaults.REDELIVERY_DELAY
+    redelivery_delay_multiplier: float = defaults.REDELIVERY_DELAY_MULTIPLIER
+    # None: the merged redelivery-delay x 10, as Artemis reads it (services/router/redelivery.py).
+    max_redelivery_delay: int | None = defaults.MAX_REDELIVERY_DELAY
+    redelivery_collision_avoidance_factor: float = defaults.REDELIVERY_COLLISION_AVOIDANCE_FACTOR
     redistribution_delay: int = defaults.REDISTRIBUTION_DELAY
     auto_create_queues: bool = defaults.AUTO_CREATE_QUEUES
     auto_create_addresses: bool = defaults.AUTO_CREATE_ADDRESSES
@@ -148,12 +55,19 @@ class ResolvedAddressSettings:
     max_size_messages: int = defaults.MAX_SIZE_MESSAGES
     page_size_bytes: int = defaults.PAGE_SIZE_BYTES
     address_full_policy: str = defaults.ADDRESS_FULL_POLICY
+    default_last_value_key: str | None = defaults.DEFAULT_LAST_VALUE_KEY
+    default_last_value_queue: bool = defaults.DEFAULT_LAST_VALUE_QUEUE
+    default_non_destructive: bool = defaults.DEFAULT_NON_DESTRUCTIVE
+    default_exclusive_queue: bool = defaults.DEFAULT_EXCLUSIVE_QUEUE
+    slow_consumer_threshold: int = defaults.SLOW_CONSUMER_THRESHOLD
+    slow_consumer_policy: str = defaults.SLOW_CONSUMER_POLICY
+    slow_consumer_check_period: int = defaults.SLOW_CONSUMER_CHECK_PERIOD
     matched: tuple[str, ...] = ()
 
 
 _SETTING_FIELDS = tuple(f.name for f in dataclasses.fields(ResolvedAddressSettings) if f.name != "matched")
 # Empty string = explicitly "no address" (see the module docstring).
-_EMPTY_MEANS_NONE = frozenset({"dead_letter_address", "expiry_address"})
+_EMPTY_MEANS_NONE = frozenset({"dead_letter_address", "expiry_address", "default_last_value_key"})
 
 
 class AddressSettingsResolver:
@@ -177,9 +91,15 @@ class AddressSettingsResolver:
             if problem is not None:
                 raise ValueError(f"address-settings {pattern!r}: {problem}")
         self._exact = {p: s for p, s in settings.items() if not has_wildcards(p)}
-        self._wildcards = [(p, _compile(p), settings[p]) for p in most_specific_first(settings) if has_wildcards(p)]
+        self._wildcards = [(p, compile_match(p), settings[p]) for p in most_specific_first(settings) if has_wildcards(p)]
         self._id_cache_size = id_cache_size
         self._policies = frozenset(s.address_full_policy for s in settings.values() if s.address_full_policy)
+        self.checks_slow_consumers = any(
+            s.slow_consumer_threshold is not None and s.slow_consumer_threshold >= 0 for s in settings.values())
+        # The shortest check period any match can have (the default counts), for the reaper's tick.
+        self.slow_consumer_tick = min(
+            [s.slow_consumer_check_period for s in settings.values() if s.slow_consumer_check_period]
+            + [defaults.SLOW_CONSUMER_CHECK_PERIOD])
         # `resolve(address)`: the settings for one address. The cached function
         # itself, not a method around it: the router calls it for every message.
         self.resolve: Callable[[str], ResolvedAddressSettings] = functools.lru_cache(maxsize=cache_size)(self._resolve)

@@ -76,6 +76,68 @@ SSL_ENABLED: Final = False
 # acceptors[].need-client-auth: require a client certificate signed by trust-path.
 NEED_CLIENT_AUTH: Final = False
 
+# --- clients (the SDK's URI options, meshmq/client/options.py; Artemis connector names) --
+# consumerWindowSize: bytes of messages the router may push ahead of consumption (per consumer);
+# -1 = unbounded; 0 = no buffering: the router sends a message when receive() asks for one.
+CLIENT_CONSUMER_WINDOW_SIZE: Final = 1024 * 1024
+# confirmationWindowSize: bytes of sent-but-unconfirmed messages a producer keeps in flight before
+# send waits; -1 = no limit. 512 KiB covers the commit pipeline (throughput x commit time); a larger
+# window only queues more behind it: on the reference machine 1 MiB gave the same durable msg/s at
+# twice the confirm latency (docs/performance.md).
+CLIENT_CONFIRMATION_WINDOW_SIZE: Final = 512 * 1024
+# producerWindowSize: bytes a producer may send before the router grants more (Artemis's producer
+# credits): what an address with address-full-policy BLOCK holds back while it is full; -1 = no limit.
+# A producer waits while unconfirmed bytes reach the smaller of this and confirmationWindowSize.
+CLIENT_PRODUCER_WINDOW_SIZE: Final = 1024 * 1024
+# minLargeMessageSize: bodies larger than this travel as a large message, in chunks of this size.
+CLIENT_MIN_LARGE_MESSAGE_SIZE: Final = 100 * 1024
+# producerMaxBatch (meshmq's own): most messages a producer puts in one SendBatch frame.
+CLIENT_PRODUCER_MAX_BATCH: Final = 1000
+# callTimeout: ms a blocking call (connect, create, commit) waits for its answer.
+CLIENT_CALL_TIMEOUT: Final = 30000
+# connectionLoadBalancingPolicyClassName: which node each new session goes to (meshmq/client/loadbalance.py).
+CLIENT_LOAD_BALANCING_POLICY: Final = "RoundRobin"
+# useTopologyForLoadBalancing: balance over the cluster topology the connected node reports (only its
+# verified part gets the password: meshmq/client/trust.py); false = over the URI's list only.
+CLIENT_USE_TOPOLOGY_FOR_LOAD_BALANCING: Final = True
+# initialConnectAttempts: rounds of attempts to reach a server at first contact; -1 = forever.
+CLIENT_INITIAL_CONNECT_ATTEMPTS: Final = 1
+# retryInterval, retryIntervalMultiplier, maxRetryInterval: the backoff between attempts (ms), at first
+# contact and in failover.
+CLIENT_RETRY_INTERVAL: Final = 2000
+CLIENT_RETRY_INTERVAL_MULTIPLIER: Final = 1.0
+CLIENT_MAX_RETRY_INTERVAL: Final = 2000
+# reconnectAttempts: rounds of attempts to move a failed session to the node serving its store
+# (docs/client-failover.md); 0 = none (the application gets the failure), -1 = forever.
+CLIENT_RECONNECT_ATTEMPTS: Final = 0
+# failoverOnInitialConnection: accepted for Artemis compatibility (the first contact always tries every
+# listed server in turn and follows a passive backup's pointer to the node it backs up).
+CLIENT_FAILOVER_ON_INITIAL_CONNECTION: Final = False
+# clientFailureCheckPeriod, connectionTTL: a connection that hears nothing is pinged after
+# clientFailureCheckPeriod ms and declared failed within min(connectionTTL, 2 x clientFailureCheckPeriod)
+# of silence (a killed process is noticed at once, from the closed socket); -1 = never pinged.
+CLIENT_FAILURE_CHECK_PERIOD: Final = 30000
+CLIENT_CONNECTION_TTL: Final = 60000
+# callFailoverTimeout: longest a call made while its session fails over waits for the failover to
+# finish before raising UnblockedError; -1 = as long as the failover takes.
+CLIENT_CALL_FAILOVER_TIMEOUT: Final = 30000
+# A discovery URI's initialWaitTimeout and refreshTimeout default to INITIAL_WAIT_TIMEOUT and
+# REFRESH_TIMEOUT (discovery-groups, below), as in Artemis.
+# ActiveMQ's failover: transport options with ActiveMQ's defaults, as the URI spells them
+# (meshmq/client/uri.py maps them onto the options above).
+FAILOVER_TRANSPORT_DEFAULTS: Final = {
+    "randomize": "true",
+    "maxReconnectAttempts": "-1",
+    "startupMaxReconnectAttempts": "-1",
+    "initialReconnectDelay": "10",
+    "maxReconnectDelay": "30000",
+    "useExponentialBackOff": "true",
+    "reconnectDelayExponent": "2.0",
+    "timeout": "-1",
+    "backup": "false",
+    "updateClusterClients": "false",
+}
+
 # --- journal (meshmq's journal service) ------------------------------------
 
 # journal.url: SQLAlchemy URL; None = sqlite file JOURNAL_SQLITE_FILE under data-directory.
@@ -169,6 +231,20 @@ METRICS_PORT: Final = 0
 
 # addresses.<name>.<routing-type>[].durable: queues survive a restart.
 QUEUE_DURABLE: Final = True
+# addresses.<name>.<routing-type>[].last-value-key, last-value, non-destructive, exclusive: None = the address
+# settings' default-last-value-key, default-last-value-queue, default-non-destructive, default-exclusive-queue.
+
+# --- wildcard-addresses (Artemis WildcardConfiguration) ---------------------
+
+# routing-enabled: a queue on an address with wildcards (news.#) gets what is sent to every
+# matching address; false: such a name is a literal address.
+WILDCARD_ROUTING_ENABLED: Final = True
+# delimiter: separates the words of an address.
+WILDCARD_DELIMITER: Final = "."
+# any-words: a word matching zero or more words.
+WILDCARD_ANY_WORDS: Final = "#"
+# single-word: a word matching exactly one word.
+WILDCARD_SINGLE_WORD: Final = "*"
 
 # --- address-settings (per match; Artemis AddressSettings defaults) --------
 
@@ -182,6 +258,14 @@ EXPIRY_DELAY: Final = -1
 MAX_DELIVERY_ATTEMPTS: Final = 10
 # redelivery-delay: wait before redelivering a rolled-back message.
 REDELIVERY_DELAY: Final = 0
+# redelivery-delay-multiplier: each further redelivery waits this many times longer than the one before.
+REDELIVERY_DELAY_MULTIPLIER: Final = 1.0
+# max-redelivery-delay: the longest a redelivery waits, however often it failed; None = redelivery-delay x 10.
+MAX_REDELIVERY_DELAY: Final = None
+MAX_REDELIVERY_DELAY_FACTOR: Final = 10
+# redelivery-collision-avoidance-factor: spread each redelivery delay at random by up to this fraction (0..1) either
+# way, so that messages rolled back together are not redelivered together.
+REDELIVERY_COLLISION_AVOIDANCE_FACTOR: Final = 0.0
 # redistribution-delay: wait after a queue's messages are left without a local taker (its last consumer left,
 # a consumer appeared elsewhere) before redistributing; -1 = never.
 REDISTRIBUTION_DELAY: Final = -1
@@ -199,6 +283,15 @@ DEFAULT_ADDRESS_ROUTING_TYPE: Final = "MULTICAST"
 DEFAULT_QUEUE_ROUTING_TYPE: Final = "MULTICAST"
 # send-to-dla-on-no-route: a message that matches no queue goes to the dead-letter address.
 SEND_TO_DLA_ON_NO_ROUTE: Final = False
+# default-last-value-key: the last-value-key of queues created without one (auto-created ones too); None = not
+# last-value queues.
+DEFAULT_LAST_VALUE_KEY: Final = None
+# default-last-value-queue: Artemis's legacy flag: true = default-last-value-key _AMQ_LVQ_NAME.
+DEFAULT_LAST_VALUE_QUEUE: Final = False
+# default-non-destructive: queues created without saying are non-destructive (consumers read without removing).
+DEFAULT_NON_DESTRUCTIVE: Final = False
+# default-exclusive-queue: queues created without saying are exclusive (one consumer at a time receives).
+DEFAULT_EXCLUSIVE_QUEUE: Final = False
 # id-cache-size (per match): None = the broker-wide id-cache-size.
 ADDRESS_ID_CACHE_SIZE: Final = None
 # max-size-bytes: bytes of messages an address holds in memory before address-full-policy applies; -1 = no limit
@@ -211,6 +304,13 @@ PAGE_SIZE_BYTES: Final = 10 * 1024 * 1024
 # address-full-policy: PAGE (store, read back in order as the queue drains), BLOCK (hold producers' sends
 # until the address has room), FAIL (refuse the send with ADDRESS_FULL) or DROP (drop and count).
 ADDRESS_FULL_POLICY: Final = "PAGE"
+# slow-consumer-threshold: messages per second a consumer acknowledges below which it is slow (while its queue
+# has messages for it); -1 = no check.
+SLOW_CONSUMER_THRESHOLD: Final = -1
+# slow-consumer-policy: KILL (close the consumer, its session told why) or NOTIFY (log and count it).
+SLOW_CONSUMER_POLICY: Final = "NOTIFY"
+# slow-consumer-check-period: seconds between two measures of each consumer's rate.
+SLOW_CONSUMER_CHECK_PERIOD: Final = 5
 
 # global-max-size: bytes of messages the whole node holds in memory before every address pages (or applies
 # its address-full-policy), counted as the router counts them (each message's encoded size plus what holding
@@ -334,6 +434,32 @@ CC_NOTIFICATION_ATTEMPTS: Final = 2
 # allow-direct-connections-only: link only to the static-connectors, never to nodes learned from them.
 CC_ALLOW_DIRECT_CONNECTIONS_ONLY: Final = False
 
+
+# --- network-connectors (ActiveMQ's NetworkConnector defaults, its attribute names) ---
+
+# duplex: messages flow both ways over the one connection (default: from the defining broker only).
+NC_DUPLEX: Final = False
+# networkTTL: how many brokers a message and a demand may cross; messageTTL and consumerTTL default to it.
+NC_NETWORK_TTL: Final = 1
+# conduitSubscriptions: a destination's remote consumers fold into one network subscription.
+NC_CONDUIT_SUBSCRIPTIONS: Final = True
+# dynamicOnly: forward only with demand, even for statically included destinations.
+NC_DYNAMIC_ONLY: Final = False
+# decreaseNetworkConsumerPriority: network consumers rank below local ones, lower per hop.
+NC_DECREASE_NETWORK_CONSUMER_PRIORITY: Final = False
+NC_SUPPRESS_DUPLICATE_QUEUE_SUBSCRIPTIONS: Final = False
+NC_SUPPRESS_DUPLICATE_TOPIC_SUBSCRIPTIONS: Final = True
+# prefetchSize: messages in flight over the link before the remote acknowledges (credit).
+NC_PREFETCH_SIZE: Final = 1000
+# bridgeTempDestinations: temporary destinations (request/reply) cross the link.
+NC_BRIDGE_TEMP_DESTINATIONS: Final = True
+# replayWhenNoConsumers (ActiveMQ's conditional network bridge filter): send a message back whose demand left.
+NC_REPLAY_WHEN_NO_CONSUMERS: Final = False
+
+# --- tree-connector (AMQ-2875) -----------------------------------------------
+
+# prefetch-size: messages in flight over the link to the parent before it acknowledges.
+TC_PREFETCH_SIZE: Final = NC_PREFETCH_SIZE
 
 # --- computed defaults ---------------------------------------------------------
 

@@ -127,7 +127,13 @@ def validation_problems(exc: ValidationError, root: type[BaseModel]) -> list[tup
 
 
 def _unknown_key_message(root: type[BaseModel], loc: KeyPath) -> str:
-    allowed = _allowed_keys(root, loc[:-1])
+    model = _model_at(root, loc[:-1])
+    # A model whose keys are spelt another way than ours (network connectors: ActiveMQ's camelCase) says so itself.
+    hint = getattr(model, "unknown_key_message", None)
+    special = hint(str(loc[-1])) if hint is not None else None
+    if special is not None:
+        return special
+    allowed = [f.alias or n for n, f in model.model_fields.items()] if model is not None else []
     if not allowed:
         return "unknown key"
     close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
@@ -136,14 +142,15 @@ def _unknown_key_message(root: type[BaseModel], loc: KeyPath) -> str:
     return "unknown key (expected one of: " + ", ".join(allowed) + ")"
 
 
-def _allowed_keys(root: type[BaseModel], loc: KeyPath) -> list[str]:
+def _model_at(root: type[BaseModel], loc: KeyPath) -> type[BaseModel] | None:
+    """The model whose keys are at `loc` below `root`, or None (not a model there)."""
     tp: Any = root
     for part in loc:
         tp = _unwrap(tp)
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             field = next((f for n, f in tp.model_fields.items() if (f.alias or n) == part), None)
             if field is None:
-                return []
+                return None
             tp = field.annotation
             continue
         args, origin = typing.get_args(tp), typing.get_origin(tp)
@@ -152,11 +159,9 @@ def _allowed_keys(root: type[BaseModel], loc: KeyPath) -> list[str]:
         elif origin is dict and len(args) == 2:
             tp = args[1]
         else:
-            return []
+            return None
     tp = _unwrap(tp)
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return [f.alias or n for n, f in tp.model_fields.items()]
-    return []
+    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
 
 
 def _unwrap(tp: Any) -> Any:
@@ -175,7 +180,7 @@ def _unwrap(tp: Any) -> Any:
 
 def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False, computed: bool = False) -> str:
     """The whole configuration in force, defaults included, as YAML with the
-    broker.xml key names. Passwords (users, cluster-password, etcd, journal URL) are masked unless
+    broker.xml key names. Passwords (users, cluster-password, etcd, network connectors, journal URL) are masked unless
     ``show_secrets``; with it, the text loads back to an equal config. ``computed`` (what a node prints at
     start) writes the defaults computed on this machine (global-max-size left out) as the number in force,
     with a comment saying where it came from; without it they stay null, as in the file."""
@@ -189,6 +194,9 @@ def effective_config_yaml(config: BrokerConfig, *, show_secrets: bool = False, c
             user["password"] = _SECRET_MASK
         if data["cluster-password"] is not None:
             data["cluster-password"] = _SECRET_MASK
+        for connector in (data.get("network-connectors") or {}).values():
+            if connector.get("password") is not None:
+                connector["password"] = _SECRET_MASK
         for group in (data.get("discovery-groups") or {}).values():
             etcd = group.get("etcd") or {}
             if etcd.get("password") is not None:

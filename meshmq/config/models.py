@@ -23,7 +23,6 @@ key and line.
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -31,7 +30,6 @@ from pydantic import (
     AfterValidator,
     AliasChoices,
     AliasGenerator,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -43,25 +41,19 @@ from pydantic import (
 )
 
 from meshmq.config import defaults
-from meshmq.config.address_settings import match_syntax_problem
+from meshmq.config.wildcards import WildcardSyntax, match_syntax_problem
 from meshmq.config.yaml_source import format_key_path
+from meshmq.config.base import (
+    ConfigIssues, ConfigModel, Millis, NonEmptyStr, RelPath, camel, kebab, parse_host_port, raise_issues,
+)
+from meshmq.config.discovery import (
+    BroadcastGroup, DiscoveryGroup, EtcdSettings, valid_name_segment,
+)
+from meshmq.config.network import NetworkConnector, TreeConnector, network_connector_issues
 from meshmq.security.passwords import check_stored, is_hashed
 
-RelPath = tuple[str | int, ...]
-
-
-class ConfigIssues(ValueError):
-    """One or more problems, each at a key path relative to the model or field
-    being validated."""
-
-    def __init__(self, issues: list[tuple[RelPath, str]]) -> None:
-        self.issues = tuple(issues)
-        super().__init__("; ".join(f"{'.'.join(map(str, p))}: {m}" if p else m for p, m in self.issues))
-
-
-def _raise_issues(issues: list[tuple[RelPath, str]]) -> None:
-    if issues:
-        raise ConfigIssues(issues)
+# ConfigIssues and valid_name_segment are not used here: imported so that the
+# rest of the tree keeps importing every config name from this module.
 
 
 def _base_dir(info: ValidationInfo) -> Path:
@@ -109,7 +101,6 @@ def _none_values_to_empty(value: Any) -> Any:
     return value
 
 
-NonEmptyStr = Annotated[str, Field(min_length=1)]
 Port = Annotated[int, Field(ge=0, le=65535)]
 ExistingFile = Annotated[Path, AfterValidator(_existing_file)]
 MatchString = Annotated[str, AfterValidator(_valid_match)]
@@ -117,6 +108,7 @@ RoutingType = Annotated[Literal["ANYCAST", "MULTICAST"], BeforeValidator(_upper)
 
 
 AddressFullPolicy = Annotated[Literal["PAGE", "BLOCK", "FAIL", "DROP"], BeforeValidator(_upper)]
+SlowConsumerPolicy = Annotated[Literal["KILL", "NOTIFY"], BeforeValidator(_upper)]
 
 _BYTE_UNITS = {"": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
                "G": 1024**3, "GB": 1024**3, "GIB": 1024**3}
@@ -134,41 +126,10 @@ def _byte_size(value: Any) -> Any:
     return value
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=_kebab)
-
-    # Keys whose null value means [] rather than "use the default".
-    _null_is_empty_list: ClassVar[frozenset[str]] = frozenset()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_means_default(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        by_key = {}
-        for name, info in cls.model_fields.items():
-            by_key[name] = name
-            by_key[info.alias or name] = name
-        result = {}
-        for key, value in data.items():
-            name = by_key.get(key) if isinstance(key, str) else None
-            if value is None and name is not None:
-                if name in cls._null_is_empty_list:
-                    value = []
-                elif cls.model_fields[name].default is not None or cls.model_fields[name].default_factory:
-                    continue
-            result[key] = value
-        return result
-
-
 # --- listeners (acceptors and the journal's own listener) ------------------
 
 
-class Listener(_Model):
+class Listener(ConfigModel):
     """A gRPC listener: the acceptor keys without a name (broker.xml ``<acceptor>`` parameters)."""
 
     host: NonEmptyStr = defaults.ACCEPTOR_HOST
@@ -193,7 +154,7 @@ class Listener(_Model):
             if self.trust_path is None:
                 why = "required when need-client-auth is true (the CA that signs client certificates)"
                 issues.append((("trust-path",), why))
-        _raise_issues(issues)
+        raise_issues(issues)
         return self
 
 
@@ -215,19 +176,7 @@ class JournalListen(Listener):
 _JOURNAL_BACKENDS = ("sqlite", "postgresql")
 
 
-def parse_host_port(value: str) -> tuple[str, int]:
-    """``"host:port"`` or ``"[v6]:port"`` -> (host, port); ValueError if not."""
-    host, sep, port_text = value.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or ":" in host and not value.startswith("["):
-        raise ValueError(f"expected host:port, got {value!r}")
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
-        raise ValueError(f"expected host:port with a port from 1 to 65535, got {value!r}")
-    return host, int(port_text)
-
-
-class Journal(_Model):
+class Journal(ConfigModel):
     """The journal service this node stores its state in."""
 
     url: str | None = defaults.JOURNAL_URL
@@ -297,20 +246,47 @@ class Journal(_Model):
             issues.append((("key-path",), "required when cert-path is set"))
         if self.key_path is not None and self.cert_path is None:
             issues.append((("cert-path",), "required when key-path is set"))
-        _raise_issues(issues)
+        raise_issues(issues)
         return self
 
 
 # --- addresses and queues --------------------------------------------------
 
 
-class Queue(_Model):
+def _property_name_or_empty(value: str) -> str:
+    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in value):
+        raise ValueError(f"{value!r} contains control characters")
+    return value
+
+
+def _property_name(value: str) -> str:
+    if not value:
+        raise ValueError("is empty (leave it out for an ordinary queue)")
+    return _property_name_or_empty(value)
+
+
+class Queue(ConfigModel):
     """A queue under an address (broker.xml ``<queue>``)."""
 
     name: NonEmptyStr
     durable: bool = defaults.QUEUE_DURABLE
     # A selector (JMS/Artemis grammar), checked here so `config check` reports it.
     filter: str | None = None
+    # Artemis's queue attributes (services/router/queue_kinds.py); None = the
+    # address settings' default-last-value-key, default-non-destructive, default-exclusive-queue.
+    last_value_key: Annotated[str, AfterValidator(_property_name)] | None = None
+    # Legacy: true = last-value-key _AMQ_LVQ_NAME.
+    last_value: bool | None = None
+    non_destructive: bool | None = None
+    exclusive: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_last_value_key(self) -> Queue:
+        if self.last_value and self.last_value_key not in (None, "_AMQ_LVQ_NAME"):
+            raise ValueError(
+                f"last-value: true means last-value-key _AMQ_LVQ_NAME, not {self.last_value_key!r}: give one of them"
+            )
+        return self
 
     @field_validator("filter")
     @classmethod
@@ -325,7 +301,7 @@ class Queue(_Model):
         return value
 
 
-class Address(_Model):
+class Address(ConfigModel):
     """An address; the presence of ``anycast`` / ``multicast`` gives its routing types."""
 
     _null_is_empty_list: ClassVar[frozenset[str]] = frozenset({"anycast", "multicast"})
@@ -344,10 +320,40 @@ class Address(_Model):
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
-class AddressSettings(_Model):
+class WildcardAddresses(ConfigModel):
+    """The ``wildcard-addresses`` key (Artemis's): whether queues on an address
+    with wildcards are bound to every matching address, and the wildcard
+    characters (services/router/wildcard_routing.py)."""
+
+    routing_enabled: bool = defaults.WILDCARD_ROUTING_ENABLED
+    delimiter: str = defaults.WILDCARD_DELIMITER
+    any_words: str = defaults.WILDCARD_ANY_WORDS
+    single_word: str = defaults.WILDCARD_SINGLE_WORD
+
+    @property
+    def syntax(self) -> WildcardSyntax:
+        return WildcardSyntax(self.delimiter, self.any_words, self.single_word)
+
+    @model_validator(mode="after")
+    def _valid_syntax(self) -> WildcardAddresses:
+        issues: list[tuple[RelPath, str]] = []
+        for key in ("delimiter", "any-words", "single-word"):
+            char = getattr(self, key.replace("-", "_"))
+            if len(char) != 1 or char.isspace():
+                issues.append(((key,), f"must be one character that is not a space, got {char!r}"))
+        if not issues:
+            problem = self.syntax.problem()
+            if problem is not None:
+                issues.append(((), problem))
+        raise_issues(issues)
+        return self
+
+
+class AddressSettings(ConfigModel):
     """Settings for the addresses a match string matches; None = not set here.
 
-    See ``address_settings.py`` for how matches are ordered and merged.
+    See ``wildcards.py`` for how matches are ordered and ``address_settings.py``
+    for how they are merged.
     """
 
     # "" = explicitly no dead-letter address (overrides a less specific match).
@@ -358,6 +364,10 @@ class AddressSettings(_Model):
     # 0 is refused: Artemis treats it like -1 (never dead-letter), which reads like "no attempts".
     max_delivery_attempts: Annotated[int, Field(ge=-1), AfterValidator(_not_zero("infinite attempts"))] | None = None
     redelivery_delay: Annotated[int, Field(ge=0)] | None = None
+    redelivery_delay_multiplier: Annotated[float, Field(ge=0)] | None = None
+    # None: redelivery-delay x 10 (Artemis's default), computed once the settings are merged.
+    max_redelivery_delay: Annotated[int, Field(ge=0)] | None = None
+    redelivery_collision_avoidance_factor: Annotated[float, Field(ge=0, le=1)] | None = None
     redistribution_delay: Annotated[int, Field(ge=-1)] | None = None
     auto_create_queues: bool | None = None
     auto_create_addresses: bool | None = None
@@ -371,6 +381,16 @@ class AddressSettings(_Model):
     max_size_messages: Annotated[int, Field(ge=-1)] | None = None
     page_size_bytes: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] | None = None
     address_full_policy: AddressFullPolicy | None = None
+    # "" = explicitly none (overrides a less specific match).
+    default_last_value_key: Annotated[str, AfterValidator(_property_name_or_empty)] | None = None
+    default_last_value_queue: bool | None = None
+    default_non_destructive: bool | None = None
+    default_exclusive_queue: bool | None = None
+    # Messages/s; -1 = no check (services/router/slow_consumers.py).
+    slow_consumer_threshold: Annotated[int, Field(ge=-1)] | None = None
+    slow_consumer_policy: SlowConsumerPolicy | None = None
+    # Seconds.
+    slow_consumer_check_period: Annotated[int, Field(gt=0)] | None = None
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -402,7 +422,7 @@ def _stored_password(value: str) -> str:
     return value
 
 
-class User(_Model):
+class User(ConfigModel):
     username: NonEmptyStr
     # A hash from `meshmq user hash` (meshmq/security/passwords.py), or plain text (warned at start).
     password: Annotated[str, Field(min_length=1), AfterValidator(_stored_password)]
@@ -410,16 +430,11 @@ class User(_Model):
     roles: Roles = ()
 
 
-def _camel(name: str) -> str:
-    first, *rest = name.split("_")
-    return first + "".join(word.capitalize() for word in rest)
-
-
 def _kebab_or_camel(name: str) -> AliasChoices:
-    return AliasChoices(_kebab(name), _camel(name))
+    return AliasChoices(kebab(name), camel(name))
 
 
-class SecuritySetting(_Model):
+class SecuritySetting(ConfigModel):
     """The roles granted each permission on the addresses a match string
     matches (broker.xml ``<security-setting>``); a permission left out is
     granted to no role.
@@ -429,7 +444,7 @@ class SecuritySetting(_Model):
     Only the most specific match applies (``meshmq/security/authorization.py``).
     """
 
-    model_config = ConfigDict(alias_generator=AliasGenerator(alias=_kebab, validation_alias=_kebab_or_camel))
+    model_config = ConfigDict(alias_generator=AliasGenerator(alias=kebab, validation_alias=_kebab_or_camel))
 
     send: Roles = ()
     consume: Roles = ()
@@ -448,169 +463,15 @@ class SecuritySetting(_Model):
     @classmethod
     def _one_spelling(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            _raise_issues([
-                ((_camel(name),), f"the same permission as {_kebab(name)}; give one of the two")
+            raise_issues([
+                ((camel(name),), f"the same permission as {kebab(name)}; give one of the two")
                 for name in cls.model_fields
-                if _kebab(name) != _camel(name) and _kebab(name) in data and _camel(name) in data
+                if kebab(name) != camel(name) and kebab(name) in data and camel(name) in data
             ])
         return data
 
 
-# --- discovery (broadcast-groups, discovery-groups, discovery) -------------
-
-# Artemis's UDP and JGroups keys: meshmq replaces both with etcd.
-_MULTICAST_KEYS = ("group-address", "group-port", "local-bind-address", "local-bind-port", "jgroups-file",
-                   "jgroups-channel", "jgroups-properties")
-_SOURCES = ("etcd", "discovery-service", "static-connectors")
-
-Millis = Annotated[int, Field(gt=0)]
-
-
-def _refuse_multicast_keys(data: Any) -> Any:
-    if isinstance(data, dict):
-        issues: list[tuple[RelPath, str]] = [
-            ((key,), f"{key} configures UDP multicast or JGroups, which meshmq replaces with etcd: "
-                     "use etcd.endpoints (or static-connectors where there is no etcd)")
-            for key in _MULTICAST_KEYS if key in data
-        ]
-        _raise_issues(issues)
-    return data
-
-
-def valid_name_segment(value: str, what: str) -> str:
-    """A node id or cluster name becomes one segment of an etcd key."""
-    if not value or len(value) > 200 or "/" in value or not value.isprintable() or value != value.strip():
-        raise ValueError(f"{what} {value!r} must be 1 to 200 printable characters without '/' or surrounding spaces")
-    return value
-
-
-def normalize_endpoint(value: str) -> str:
-    """``host:port``; an etcd URL (``http://host:port``) is accepted too."""
-    if value.startswith("https://"):
-        raise ValueError(
-            f"{value}: TLS to etcd is not supported yet (the etcd client opens plaintext channels); "
-            "keep etcd on loopback or a private network and use http://"
-        )
-    value = value.removeprefix("http://").rstrip("/")
-    parse_host_port(value)
-    return value
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
-class EtcdSettings(_Model):
-    """Where the etcd cluster is (each entry one member's client URL)."""
-
-    endpoints: Annotated[tuple[NonEmptyStr, ...], Field(min_length=1)] = (defaults.ETCD_ENDPOINT,)
-    key_prefix: NonEmptyStr = defaults.ETCD_KEY_PREFIX
-    # etcd's own authentication (`etcdctl auth enable`): the etcd user this node
-    # announces and watches as (docs/discovery.md). Both or neither.
-    username: NonEmptyStr | None = None
-    password: NonEmptyStr | None = None
-
-    @model_validator(mode="after")
-    def _both_or_neither(self) -> EtcdSettings:
-        if (self.username is None) != (self.password is None):
-            missing = "password" if self.password is None else "username"
-            _raise_issues([((missing,), "etcd authentication needs both username and password")])
-        return self
-
-    @field_validator("endpoints")
-    @classmethod
-    def _check_endpoints(cls, endpoints: tuple[str, ...]) -> tuple[str, ...]:
-        normalized = tuple(normalize_endpoint(e) for e in endpoints)
-        if len(normalized) > 1:
-            hosts = [parse_host_port(e)[0] for e in normalized]
-            if not all(_is_ip(h) for h in hosts):
-                raise ValueError("with several endpoints give IP addresses (a single host name may resolve to several)")
-            if len({":" in h for h in hosts}) > 1:
-                raise ValueError("mixes IPv4 and IPv6 addresses; use one family")
-        return normalized
-
-    @field_validator("key_prefix")
-    @classmethod
-    def _check_prefix(cls, value: str) -> str:
-        if not value.startswith("/") or value.endswith("/") or "//" in value:
-            raise ValueError(f"{value!r}: expected a path like /meshmq (leading '/', no trailing '/')")
-        return value
-
-
-class DiscoveryGroup(_Model):
-    """Where a node learns the topology from (broker.xml ``<discovery-group>``):
-    exactly one of etcd, discovery-service or static-connectors."""
-
-    etcd: EtcdSettings | None = None
-    # host:port of `meshmq serve discovery`; the service then holds this node's lease.
-    discovery_service: str | None = None
-    # The Artemis static-connectors case: a fixed list, for networks without etcd.
-    static_connectors: tuple[NonEmptyStr, ...] | None = None
-    cluster_name: NonEmptyStr = defaults.CLUSTER_NAME
-    refresh_timeout: Millis = defaults.REFRESH_TIMEOUT
-    initial_wait_timeout: Annotated[int, Field(ge=0)] = defaults.INITIAL_WAIT_TIMEOUT
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_multicast(cls, data: Any) -> Any:
-        return _refuse_multicast_keys(data)
-
-    @field_validator("discovery_service")
-    @classmethod
-    def _check_service(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_host_port(value)
-        return value
-
-    @field_validator("static_connectors")
-    @classmethod
-    def _check_static(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if value is not None:
-            for connector in value:
-                parse_host_port(connector)
-        return value
-
-    @field_validator("cluster_name")
-    @classmethod
-    def _check_cluster(cls, value: str) -> str:
-        return valid_name_segment(value, "cluster-name")
-
-    @model_validator(mode="after")
-    def _one_source(self) -> DiscoveryGroup:
-        given = [key for key in _SOURCES if getattr(self, key.replace("-", "_")) is not None]
-        issues: list[tuple[RelPath, str]] = []
-        if not given:
-            issues.append(((), "give one of etcd, discovery-service or static-connectors"))
-        for key in given[1:]:
-            issues.append(((key,), f"{given[0]} and {key} are exclusive (as UDP and JGroups are in Artemis): "
-                                   "a discovery group has one source"))
-        if self.etcd is not None and self.refresh_timeout < defaults.ETCD_MIN_REFRESH_TIMEOUT:
-            issues.append((("refresh-timeout",), f"{self.refresh_timeout} ms is below etcd's smallest lease TTL "
-                                                 f"({defaults.ETCD_MIN_REFRESH_TIMEOUT} ms), which etcd would use instead"))
-        _raise_issues(issues)
-        return self
-
-    @property
-    def source(self) -> Literal["etcd", "discovery-service", "static-connectors"]:
-        return next(k for k in _SOURCES if getattr(self, k.replace("-", "_")) is not None)
-
-
-class BroadcastGroup(_Model):
-    """How this node announces itself (broker.xml ``<broadcast-group>``)."""
-
-    discovery_group_ref: NonEmptyStr
-    broadcast_period: Millis = defaults.BROADCAST_PERIOD
-    # An acceptor's name: the connector announced is where it listens. Default: the first acceptor.
-    connector_ref: NonEmptyStr | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _refuse_multicast(cls, data: Any) -> Any:
-        return _refuse_multicast_keys(data)
+# --- cluster connections -----------------------------------------------------
 
 
 def _load_balancing(value: Any) -> Any:
@@ -624,7 +485,7 @@ Attempts = Annotated[int, Field(ge=-1)]
 Window = Annotated[int, BeforeValidator(_byte_size), Field(ge=-1), AfterValidator(_not_zero("no window"))]
 
 
-class ClusterConnection(_Model):
+class ClusterConnection(ConfigModel):
     """Links to other routers that messages are balanced over (broker.xml
     ``<cluster-connection>``): every parameter of Artemis's, with its default.
     The nodes come from `static-connectors` (names in `connectors`) and/or the
@@ -660,17 +521,17 @@ class ClusterConnection(_Model):
     @classmethod
     def _refuse_legacy(cls, data: Any) -> Any:
         if isinstance(data, dict) and "forward-when-no-consumers" in data:
-            _raise_issues([(("forward-when-no-consumers",), "replaced by message-load-balancing (true = STRICT, "
+            raise_issues([(("forward-when-no-consumers",), "replaced by message-load-balancing (true = STRICT, "
                                                             "false = ON_DEMAND), as in Artemis")])
         return data
 
     @model_validator(mode="after")
     def _some_nodes(self) -> ClusterConnection:
         if self.discovery_group_ref is None and not self.static_connectors:
-            _raise_issues([((), "give static-connectors (names in connectors) and/or discovery-group-ref: "
+            raise_issues([((), "give static-connectors (names in connectors) and/or discovery-group-ref: "
                                 "a cluster connection needs nodes to connect to")])
         if self.allow_direct_connections_only and not self.static_connectors:
-            _raise_issues([(("allow-direct-connections-only",), "only means something with static-connectors")])
+            raise_issues([(("allow-direct-connections-only",), "only means something with static-connectors")])
         return self
 
 
@@ -701,7 +562,7 @@ def _check_connector(value: str) -> str:
     return value
 
 
-class ScaleDown(_Model):
+class ScaleDown(ConfigModel):
     """``ha-policy: live-only: scale-down``: on a graceful stop, send every
     message to another node (services/router/cluster/scale_down.py)."""
 
@@ -713,18 +574,18 @@ class ScaleDown(_Model):
     connectors: tuple[NonEmptyStr, ...] = ()
 
 
-class LiveOnly(_Model):
+class LiveOnly(ConfigModel):
     scale_down: ScaleDown | None = None
 
 
-class SharedStoreMaster(_Model):
+class SharedStoreMaster(ConfigModel):
     """``ha-policy.shared-store.master``: the live of a live/backup group sharing one store."""
 
     failover_on_shutdown: bool = defaults.HA_FAILOVER_ON_SHUTDOWN
     wait_for_activation: bool = defaults.HA_WAIT_FOR_ACTIVATION
 
 
-class SharedStoreSlave(_Model):
+class SharedStoreSlave(ConfigModel):
     """``ha-policy.shared-store.slave``: a backup waiting for the store's lease.
     With `scale-down`, a backup that takes the store over moves every message to
     another live at once and stops, instead of serving (Artemis's "Scale Down and
@@ -736,7 +597,7 @@ class SharedStoreSlave(_Model):
     scale_down: ScaleDown | None = None
 
 
-class Colocated(_Model):
+class Colocated(ConfigModel):
     """The colocated keys both policies share: this node is a live (`master`) and
     hosts, in its process, backups (`slave`) of other lives when they ask
     (services/ha-coordinator/colocated.py)."""
@@ -758,7 +619,7 @@ class ColocatedSharedStore(Colocated):
     slave: SharedStoreSlave = Field(default_factory=SharedStoreSlave)
 
 
-class SharedStore(_Model):
+class SharedStore(ConfigModel):
     """``ha-policy.shared-store``: live and backups share one PostgreSQL store;
     whoever holds its lease is active (services/ha-coordinator/shared_store.py)."""
 
@@ -769,7 +630,7 @@ class SharedStore(_Model):
     @model_validator(mode="after")
     def _one_role(self) -> SharedStore:
         if sum(role is not None for role in (self.master, self.slave, self.colocated)) != 1:
-            _raise_issues([((), "give exactly one of master (the live), slave (a backup) and colocated "
+            raise_issues([((), "give exactly one of master (the live), slave (a backup) and colocated "
                                 "(a live that hosts backups of other lives)")])
         return self
 
@@ -783,7 +644,7 @@ class SharedStore(_Model):
         return role.failover_on_shutdown
 
 
-class QuorumProperties(_Model):
+class QuorumProperties(ConfigModel):
     """``manager.properties``: Artemis's Curator properties, for etcd."""
 
     # etcd endpoints (class-name etcd), or HA coordinator endpoints (class-name coordinator): host:port[,host:port]
@@ -807,7 +668,7 @@ class QuorumProperties(_Model):
         return [e.strip() for e in self.connect_string.split(",")]
 
 
-class QuorumManager(_Model):
+class QuorumManager(ConfigModel):
     """``manager``: the quorum provider. Artemis's default is Apache Curator
     (ZooKeeper); meshmq's is etcd, the store its discovery already uses, which
     the router reaches itself (`etcd`) or through the HA coordinator service
@@ -817,7 +678,7 @@ class QuorumManager(_Model):
     properties: QuorumProperties
 
 
-class ReplicationPrimary(_Model):
+class ReplicationPrimary(ConfigModel):
     """``ha-policy.replication.primary``: a live whose every write is streamed to its backup."""
 
     manager: QuorumManager
@@ -826,7 +687,7 @@ class ReplicationPrimary(_Model):
     initial_replication_sync_timeout: Annotated[int, Field(gt=0)] = defaults.HA_INITIAL_REPLICATION_SYNC_TIMEOUT
 
 
-class ReplicationBackup(_Model):
+class ReplicationBackup(ConfigModel):
     """``ha-policy.replication.backup``: keeps a copy of a live's store and takes over when it goes."""
 
     manager: QuorumManager
@@ -839,7 +700,7 @@ class ReplicationBackup(_Model):
     initial_replication_sync_timeout: Annotated[int, Field(gt=0)] = defaults.HA_INITIAL_REPLICATION_SYNC_TIMEOUT
 
 
-class ClassicQuorum(_Model):
+class ClassicQuorum(ConfigModel):
     """The quorum-vote keys classic replication's master and slave share
     (services/ha-coordinator/quorum_vote.py runs the votes)."""
 
@@ -882,7 +743,7 @@ class ColocatedReplication(Colocated):
     slave: ReplicationSlave = Field(default_factory=ReplicationSlave)
 
 
-class Replication(_Model):
+class Replication(ConfigModel):
     """``ha-policy.replication``: classic roles (master, slave: quorum votes
     among the cluster's lives) or pluggable-quorum roles (primary, backup: a
     lock and an activation sequence on etcd)."""
@@ -896,7 +757,7 @@ class Replication(_Model):
     @model_validator(mode="after")
     def _one_role(self) -> Replication:
         if sum(r is not None for r in (self.primary, self.backup, self.master, self.slave, self.colocated)) != 1:
-            _raise_issues([((), "give exactly one role: master or slave (classic: quorum votes among the "
+            raise_issues([((), "give exactly one role: master or slave (classic: quorum votes among the "
                                 "cluster's lives), primary or backup (pluggable quorum on etcd), or colocated "
                                 "(a classic master that hosts slaves of other lives)")])
         return self
@@ -926,7 +787,7 @@ class Replication(_Model):
         return self.backup or self.slave
 
 
-class HaPolicy(_Model):
+class HaPolicy(ConfigModel):
     """``ha-policy``: live-only (with scale-down), shared-store, or replication
     (classic master/slave, or pluggable-quorum primary/backup on etcd);
     shared-store and replication may be colocated (each node a live hosting backups of others)."""
@@ -938,7 +799,7 @@ class HaPolicy(_Model):
     @model_validator(mode="after")
     def _one_policy(self) -> HaPolicy:
         if sum(p is not None for p in (self.live_only, self.shared_store, self.replication)) > 1:
-            _raise_issues([((), "give one policy: live-only, shared-store or replication")])
+            raise_issues([((), "give one policy: live-only, shared-store or replication")])
         return self
 
 
@@ -949,7 +810,7 @@ class HaCoordinatorListen(Listener):
     port: Port = defaults.HA_COORDINATOR_LISTEN_PORT
 
 
-class HaCoordinatorService(_Model):
+class HaCoordinatorService(ConfigModel):
     """The ``ha-coordinator`` key: the HA coordinator service's own settings
     (services/ha-coordinator/service.py): where it listens and the etcd it keeps
     every group's quorum in."""
@@ -958,7 +819,7 @@ class HaCoordinatorService(_Model):
     etcd: EtcdSettings = Field(default_factory=EtcdSettings)
 
 
-class GatewayListen(_Model):
+class GatewayListen(ConfigModel):
     """Where `meshmq serve gateway` answers HTTP; HTTPS when cert-path and key-path are given."""
 
     host: NonEmptyStr = defaults.GATEWAY_LISTEN_HOST
@@ -969,11 +830,11 @@ class GatewayListen(_Model):
     @model_validator(mode="after")
     def _both_or_neither(self) -> GatewayListen:
         if (self.cert_path is None) != (self.key_path is None):
-            _raise_issues([((), "give both cert-path and key-path for HTTPS, or neither")])
+            raise_issues([((), "give both cert-path and key-path for HTTPS, or neither")])
         return self
 
 
-class Gateway(_Model):
+class Gateway(ConfigModel):
     """The ``gateway`` key: the admin gateway's settings (services/gateway/).
 
     Which routers it shows: the nodes of `discovery-group-ref`, plus the
@@ -1016,7 +877,7 @@ def gateway_issues(gateway: Gateway, connectors: dict[str, str],
     return issues
 
 
-class MetricsSettings(_Model):
+class MetricsSettings(ConfigModel):
     """The ``metrics`` key: where this service serves Prometheus metrics (meshmq/metrics.py)."""
 
     enabled: bool = defaults.METRICS_ENABLED
@@ -1024,7 +885,7 @@ class MetricsSettings(_Model):
     port: Port = defaults.METRICS_PORT
 
 
-class LoginThrottle(_Model):
+class LoginThrottle(ConfigModel):
     """The ``login-throttle`` key: back-off for failed log-ins on the router and
     the gateway, per username and per source address (meshmq/security/login_throttle.py)."""
 
@@ -1037,7 +898,7 @@ class LoginThrottle(_Model):
     @model_validator(mode="after")
     def _delays_in_order(self) -> LoginThrottle:
         if self.initial_delay > self.max_delay:
-            _raise_issues([(("initial-delay",), f"{self.initial_delay} ms is more than max-delay "
+            raise_issues([(("initial-delay",), f"{self.initial_delay} ms is more than max-delay "
                                                 f"({self.max_delay} ms)")])
         return self
 
@@ -1049,7 +910,7 @@ class DiscoveryListen(Listener):
     port: Port = defaults.DISCOVERY_LISTEN_PORT
 
 
-class DiscoveryService(_Model):
+class DiscoveryService(ConfigModel):
     """The ``discovery`` key: the discovery service's own settings."""
 
     listen: DiscoveryListen = Field(default_factory=DiscoveryListen)
@@ -1100,7 +961,7 @@ def discovery_issues(
 # --- the node --------------------------------------------------------------
 
 
-class BrokerConfig(_Model):
+class BrokerConfig(ConfigModel):
     """One node's configuration (the whole YAML file)."""
 
     name: NonEmptyStr = defaults.NAME
@@ -1134,6 +995,7 @@ class BrokerConfig(_Model):
     address_settings: Annotated[dict[MatchString, AddressSettings], BeforeValidator(_none_values_to_empty)] = Field(
         default_factory=dict
     )
+    wildcard_addresses: WildcardAddresses = Field(default_factory=WildcardAddresses)
     discovery_groups: Annotated[dict[NonEmptyStr, DiscoveryGroup], BeforeValidator(_none_values_to_empty)] = Field(
         default_factory=dict
     )
@@ -1146,6 +1008,10 @@ class BrokerConfig(_Model):
                           BeforeValidator(_none_values_to_empty)] = Field(default_factory=dict)
     cluster_connections: Annotated[dict[NonEmptyStr, ClusterConnection], BeforeValidator(_none_values_to_empty)] = (
         Field(default_factory=dict))
+    # ActiveMQ's networks of brokers and AMQ-2875's tree (network.py).
+    network_connectors: Annotated[dict[NonEmptyStr, NetworkConnector], BeforeValidator(_none_values_to_empty)] = (
+        Field(default_factory=dict))
+    tree_connector: TreeConnector | None = None
     ha_policy: HaPolicy = Field(default_factory=HaPolicy)
     ha_coordinator: HaCoordinatorService = Field(default_factory=HaCoordinatorService)
     gateway: Gateway = Field(default_factory=Gateway)
@@ -1166,7 +1032,7 @@ class BrokerConfig(_Model):
                 why = f"duplicate username {user.username!r} (also users[{seen[user.username]}])"
                 issues.append(((index, "username"), why))
             seen.setdefault(user.username, index)
-        _raise_issues(issues)
+        raise_issues(issues)
         return users
 
     @field_validator("acceptors")
@@ -1185,7 +1051,7 @@ class BrokerConfig(_Model):
                 why = f"{acceptor.host}:{acceptor.port} is already used by acceptors[{endpoints[endpoint]}]"
                 issues.append(((index, "port"), why))
             endpoints.setdefault(endpoint, index)
-        _raise_issues(issues)
+        raise_issues(issues)
         return acceptors
 
     @field_validator("addresses")
@@ -1204,19 +1070,20 @@ class BrokerConfig(_Model):
                         issues.append(((address_name, kind, index, "name"), why))
                     else:
                         seen[queue.name] = format_key_path(("addresses", address_name, kind, index))
-        _raise_issues(issues)
+        raise_issues(issues)
         return addresses
 
     @model_validator(mode="after")
     def _check_discovery(self) -> BrokerConfig:
         acceptors = [a.name for a in self.acceptors]
-        _raise_issues(discovery_issues(self.discovery_groups, self.broadcast_groups, self.discovery, acceptors))
+        raise_issues(discovery_issues(self.discovery_groups, self.broadcast_groups, self.discovery, acceptors))
         return self
 
     @model_validator(mode="after")
     def _check_cluster_connections(self) -> BrokerConfig:
-        _raise_issues(cluster_connection_issues(self.cluster_connections, self.connectors, self.discovery_groups))
-        _raise_issues(gateway_issues(self.gateway, self.connectors, self.discovery_groups))
+        raise_issues(cluster_connection_issues(self.cluster_connections, self.connectors, self.discovery_groups))
+        raise_issues(gateway_issues(self.gateway, self.connectors, self.discovery_groups))
+        raise_issues(network_connector_issues(self.network_connectors, self.discovery_groups))
         sd = self.scale_down
         if sd is not None:
             issues: list[tuple[RelPath, str]] = []
@@ -1229,7 +1096,7 @@ class BrokerConfig(_Model):
                 issues.append(((*where, "discovery-group-ref"), f"no discovery group named {sd.discovery_group_ref!r}"))
             if sd.discovery_group_ref is None and not sd.connectors:
                 issues.append((where, "give connectors and/or discovery-group-ref: where to find a node to scale down to"))
-            _raise_issues(issues)
+            raise_issues(issues)
         return self
 
     @property
@@ -1277,7 +1144,7 @@ class BrokerConfig(_Model):
     @model_validator(mode="after")
     def _check_security(self) -> BrokerConfig:
         if self.security_enabled and not self.users:
-            _raise_issues([(("users",), "security-enabled is true but no users are configured")])
+            raise_issues([(("users",), "security-enabled is true but no users are configured")])
         return self
 
     @model_validator(mode="after")
@@ -1312,7 +1179,7 @@ class BrokerConfig(_Model):
         if master is not None and master.cluster_name is not None and master.cluster_name not in self.cluster_connections:
             issues.append((("ha-policy", "replication", "master", "cluster-name"),
                            f"no cluster connection named {master.cluster_name!r}"))
-        _raise_issues(issues)
+        raise_issues(issues)
         return self
 
     @property
@@ -1346,7 +1213,7 @@ class BrokerConfig(_Model):
             issues.append((("journal", "jdbc-lock-expiration"), f"must be longer than jdbc-lock-renew-period "
                                                                 f"({j.jdbc_lock_renew_period} ms), or the live loses "
                                                                 "its lease between two renewals"))
-        _raise_issues(issues)
+        raise_issues(issues)
         return self
 
     @property
@@ -1372,7 +1239,7 @@ class BrokerConfig(_Model):
         if colocated.request_backup and not self.discovery_groups and not self.cluster_connections:
             issues.append(((*where, "request-backup"), "a live finds the nodes to ask through its discovery "
                                                       "groups or cluster connections: configure one"))
-        _raise_issues(issues)
+        raise_issues(issues)
         return self
 
     @model_validator(mode="after")
@@ -1380,17 +1247,17 @@ class BrokerConfig(_Model):
         uses = self._separate_services()
         if self.security_enabled and self.cluster_password is None and uses:
             who = "that service accepts" if len(uses) == 1 else "those services accept"
-            _raise_issues([(("cluster-password",), f"required when security-enabled is true and the node uses "
+            raise_issues([(("cluster-password",), f"required when security-enabled is true and the node uses "
                                                    f"{' and '.join(uses)}: without it {who} any caller "
                                                    "(docs/security.md, \"Cluster identity\")")])
         if self.security_enabled and self.cluster_password is None and self.ha_policy.replication is not None:
-            _raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
+            raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
                                                    "ha-policy replication: a backup takes a copy of every message "
                                                    "(docs/security.md, \"Cluster identity\")")])
         if self.security_enabled and self.cluster_password is None and self.cluster_connections:
             # Links carry messages past users and security-settings: a secured
             # node takes none without a credential to check (services/router/server.py).
-            _raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
+            raise_issues([(("cluster-password",), "required when security-enabled is true and the node has "
                                                    f"cluster-connections ({', '.join(self.cluster_connections)}): "
                                                    "a secured node takes no cluster link without it "
                                                    "(docs/security.md, \"Cluster identity\")")])
@@ -1407,19 +1274,28 @@ class BrokerConfig(_Model):
     def journal_file(self) -> Path:
         """The SQLite file of the node's own journal (`journal_url`'s); for
         replication, which copies that file. Only for an SQLite journal."""
+        path = self.sqlite_journal_file()
+        if path is None:
+            raise ValueError("the journal is not an SQLite file")
+        return path
+
+    def sqlite_journal_file(self) -> Path | None:
+        """The file of an SQLite journal on disk; None for PostgreSQL, an
+        in-memory or a ``file:`` URI database. The default journal is known
+        without parsing a URL, so a node on it never imports SQLAlchemy
+        (a router process does not otherwise need it)."""
+        if self.journal.url is None:
+            return self.data_directory / defaults.JOURNAL_SQLITE_FILE
         from sqlalchemy.engine import make_url
 
-        database = make_url(self.journal_url()).database
-        if not database:
-            raise ValueError("the journal is not an SQLite file")
-        return Path(database)
+        url = make_url(self.journal.url)
+        if url.get_backend_name() != "sqlite" or not url.database or url.database.startswith((":memory:", "file:")):
+            return None
+        return Path(url.database)
 
     def journal_url(self) -> str:
         """The SQLAlchemy URL of the journal: ``journal.url``, or the SQLite
         file ``<data-directory>/journal.db`` (absolute) when it is not set."""
         if self.journal.url is not None:
             return self.journal.url
-        from sqlalchemy.engine import URL
-
-        path = self.data_directory / defaults.JOURNAL_SQLITE_FILE
-        return URL.create("sqlite", database=str(path)).render_as_string(hide_password=False)
+        return f"sqlite:///{self.data_directory / defaults.JOURNAL_SQLITE_FILE}"

@@ -16,7 +16,7 @@ roles do: a role listed for ``manage`` needs no ``view`` entry as well.
 Which security-setting applies
 ------------------------------
 The match strings use the address-settings wildcards and order
-(``meshmq/config/address_settings.py``), but, as in Artemis, only the most
+(``meshmq/config/wildcards.py``), but, as in Artemis, only the most
 specific match applies, whole: its permissions are not merged with those of
 less specific matches. If ``orders.eu`` grants only ``consume`` to role X and
 ``#`` grants X everything, X cannot send to ``orders.eu``. A permission the
@@ -43,7 +43,7 @@ import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from meshmq.config.address_settings import match_syntax_problem, most_specific_first, wildcard_matches
+from meshmq.config.wildcards import match_syntax_problem, most_specific_first, wildcard_matches
 from meshmq.errors import BrokerError, Reason
 
 if TYPE_CHECKING:

@@ -25,13 +25,17 @@ _sym_db = _symbol_database.Default()
 from meshmq.v1 import messages_pb2 as meshmq_dot_v1_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshmq/v1/cluster.proto\x12\tmeshmq.v1\x1a\x18meshmq/v1/messages.proto\"<\n\x11\x46orgetCopyRequest\x12\x16\n\x0etarget_node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63opy_id\x18\x02 \x01(\t\"e\n\x0f\x46orgetCopyReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\x12\x16\n\x0evoted_for_copy\x18\x03 \x01(\x08\"\x10\n\x0eMembersRequest\"J\n\x0cMembersReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"V\n\x0bVoteRequest\x12\x16\n\x0etarget_node_id\x18\x01 \x01(\t\x12\x1e\n\x16request_to_stay_active\x18\x02 \x01(\x08\x12\x0f\n\x07\x63opy_id\x18\x03 \x01(\t\"{\n\tVoteReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x0c\n\x04vote\x18\x03 \x01(\x08\x12\x11\n\tconnector\x18\x04 \x01(\t\x12)\n\x07members\x18\x05 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"\xbf\x01\n\x0bLinkRequest\x12%\n\x05hello\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.LinkHelloH\x00\x12*\n\x07\x66orward\x18\x02 \x01(\x0b\x32\x17.meshmq.v1.ForwardBatchH\x00\x12+\n\x07\x64\x65\x63lare\x18\x03 \x01(\x0b\x32\x18.meshmq.v1.DeclareQueuesH\x00\x12(\n\x05\x63hunk\x18\x04 \x01(\x0b\x32\x17.meshmq.v1.ForwardChunkH\x00\x42\x06\n\x04kind\"<\n\x0c\x46orwardChunk\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08\"\x80\x01\n\x10QueueDeclaration\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\"<\n\rDeclareQueues\x12+\n\x06queues\x18\x01 \x03(\x0b\x32\x1b.meshmq.v1.QueueDeclaration\"\xc5\x01\n\x0cLinkResponse\x12)\n\x07welcome\x18\x01 \x01(\x0b\x32\x16.meshmq.v1.LinkWelcomeH\x00\x12/\n\x08\x62indings\x18\x02 \x01(\x0b\x32\x1b.meshmq.v1.BindingsSnapshotH\x00\x12,\n\x07\x63onfirm\x18\x03 \x01(\x0b\x32\x19.meshmq.v1.ForwardConfirmH\x00\x12#\n\x04ping\x18\x04 \x01(\x0b\x32\x13.meshmq.v1.LinkPingH\x00\x42\x06\n\x04kind\"\n\n\x08LinkPing\"\x9d\x01\n\tLinkHello\x12\x1a\n\x12\x63luster_connection\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12\x10\n\x08max_hops\x18\x04 \x01(\r\x12\x12\n\nscale_down\x18\x05 \x01(\x08\x12\x17\n\x0f\x63heck_period_ms\x18\x06 \x01(\r\x12\x11\n\tconnector\x18\x07 \x01(\t\"E\n\x0bLinkWelcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\"\xba\x01\n\x0e\x43lusterBinding\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12,\n\x0crouting_type\x18\x05 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\x12\x18\n\x10\x63onsumer_filters\x18\x07 \x03(\t\x12\x0c\n\x04hops\x18\x08 \x01(\r\"F\n\rClusterMember\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\"j\n\x10\x42indingsSnapshot\x12+\n\x08\x62indings\x18\x01 \x03(\x0b\x32\x19.meshmq.v1.ClusterBinding\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"~\n\x10\x46orwardedMessage\x12#\n\x07message\x18\x01 \x01(\x0b\x32\x12.meshmq.v1.Message\x12\x10\n\x08route_to\x18\x02 \x03(\t\x12\x1b\n\x13\x62ridge_duplicate_id\x18\x03 \x01(\t\x12\x16\n\x0e\x64\x65livery_count\x18\x04 \x01(\r\"O\n\x0c\x46orwardBatch\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12-\n\x08messages\x18\x02 \x03(\x0b\x32\x1b.meshmq.v1.ForwardedMessage\"3\n\x0e\x46orwardConfirm\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x01(\t\"i\n\rBackupRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x13\n\x0bjournal_url\x18\x03 \x01(\t\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x11\n\tconnector\x18\x05 \x01(\t\"\\\n\x0b\x42\x61\x63kupReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x18\n\x10\x62\x61\x63kup_connector\x18\x03 \x01(\t\x12\x11\n\tnode_name\x18\x04 \x01(\t2\xc6\x02\n\x07\x43luster\x12;\n\x04Link\x12\x16.meshmq.v1.LinkRequest\x1a\x17.meshmq.v1.LinkResponse(\x01\x30\x01\x12\x34\n\x04Vote\x12\x16.meshmq.v1.VoteRequest\x1a\x14.meshmq.v1.VoteReply\x12\x46\n\nForgetCopy\x12\x1c.meshmq.v1.ForgetCopyRequest\x1a\x1a.meshmq.v1.ForgetCopyReply\x12\x41\n\rRequestBackup\x12\x18.meshmq.v1.BackupRequest\x1a\x16.meshmq.v1.BackupReply\x12=\n\x07Members\x12\x19.meshmq.v1.MembersRequest\x1a\x17.meshmq.v1.MembersReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17meshmq/v1/cluster.proto\x12\tmeshmq.v1\x1a\x18meshmq/v1/messages.proto\"<\n\x11\x46orgetCopyRequest\x12\x16\n\x0etarget_node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63opy_id\x18\x02 \x01(\t\"e\n\x0f\x46orgetCopyReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\x12\x16\n\x0evoted_for_copy\x18\x03 \x01(\x08\"\x10\n\x0eMembersRequest\"J\n\x0cMembersReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"V\n\x0bVoteRequest\x12\x16\n\x0etarget_node_id\x18\x01 \x01(\t\x12\x1e\n\x16request_to_stay_active\x18\x02 \x01(\x08\x12\x0f\n\x07\x63opy_id\x18\x03 \x01(\t\"{\n\tVoteReply\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x0c\n\x04vote\x18\x03 \x01(\x08\x12\x11\n\tconnector\x18\x04 \x01(\t\x12)\n\x07members\x18\x05 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\"\x98\x02\n\x0bLinkRequest\x12%\n\x05hello\x18\x01 \x01(\x0b\x32\x14.meshmq.v1.LinkHelloH\x00\x12*\n\x07\x66orward\x18\x02 \x01(\x0b\x32\x17.meshmq.v1.ForwardBatchH\x00\x12+\n\x07\x64\x65\x63lare\x18\x03 \x01(\x0b\x32\x18.meshmq.v1.DeclareQueuesH\x00\x12(\n\x05\x63hunk\x18\x04 \x01(\x0b\x32\x17.meshmq.v1.ForwardChunkH\x00\x12,\n\x07\x63onfirm\x18\x05 \x01(\x0b\x32\x19.meshmq.v1.ForwardConfirmH\x00\x12)\n\x06\x64\x65mand\x18\x06 \x01(\x0b\x32\x17.meshmq.v1.DemandUpdateH\x00\x42\x06\n\x04kind\"<\n\x0c\x46orwardChunk\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\x0c\n\x04last\x18\x03 \x01(\x08\"\x80\x01\n\x10QueueDeclaration\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12,\n\x0crouting_type\x18\x03 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x04 \x01(\t\x12\x0f\n\x07\x64urable\x18\x05 \x01(\x08\"<\n\rDeclareQueues\x12+\n\x06queues\x18\x01 \x03(\x0b\x32\x1b.meshmq.v1.QueueDeclaration\"\xc6\x02\n\x0cLinkResponse\x12)\n\x07welcome\x18\x01 \x01(\x0b\x32\x16.meshmq.v1.LinkWelcomeH\x00\x12/\n\x08\x62indings\x18\x02 \x01(\x0b\x32\x1b.meshmq.v1.BindingsSnapshotH\x00\x12,\n\x07\x63onfirm\x18\x03 \x01(\x0b\x32\x19.meshmq.v1.ForwardConfirmH\x00\x12#\n\x04ping\x18\x04 \x01(\x0b\x32\x13.meshmq.v1.LinkPingH\x00\x12)\n\x06\x64\x65mand\x18\x05 \x01(\x0b\x32\x17.meshmq.v1.DemandUpdateH\x00\x12*\n\x07\x66orward\x18\x06 \x01(\x0b\x32\x17.meshmq.v1.ForwardBatchH\x00\x12(\n\x05\x63hunk\x18\x07 \x01(\x0b\x32\x17.meshmq.v1.ForwardChunkH\x00\x42\x06\n\x04kind\"\n\n\x08LinkPing\"\xc7\x01\n\tLinkHello\x12\x1a\n\x12\x63luster_connection\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12\x10\n\x08max_hops\x18\x04 \x01(\r\x12\x12\n\nscale_down\x18\x05 \x01(\x08\x12\x17\n\x0f\x63heck_period_ms\x18\x06 \x01(\r\x12\x11\n\tconnector\x18\x07 \x01(\t\x12(\n\x07network\x18\x08 \x01(\x0b\x32\x17.meshmq.v1.NetworkHello\"]\n\x0bLinkWelcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\x12\x16\n\x0etree_node_type\x18\x04 \x01(\t\"\xba\x01\n\x0cNetworkHello\x12*\n\x04kind\x18\x01 \x01(\x0e\x32\x1c.meshmq.v1.NetworkHello.Kind\x12\x0e\n\x06\x64uplex\x18\x02 \x01(\x08\x12\x11\n\tnode_type\x18\x03 \x01(\t\x12(\n\x06policy\x18\x04 \x01(\x0b\x32\x18.meshmq.v1.NetworkPolicy\"1\n\x04Kind\x12\x15\n\x11NETWORK_CONNECTOR\x10\x00\x12\x12\n\x0eTREE_CONNECTOR\x10\x01\"\xe8\x03\n\rNetworkPolicy\x12\x14\n\x0c\x63onsumer_ttl\x18\x01 \x01(\r\x12\x13\n\x0bmessage_ttl\x18\x02 \x01(\r\x12\x1d\n\x15\x63onduit_subscriptions\x18\x03 \x01(\x08\x12\x14\n\x0c\x64ynamic_only\x18\x04 \x01(\x08\x12*\n\"decrease_network_consumer_priority\x18\x05 \x01(\x08\x12.\n&suppress_duplicate_queue_subscriptions\x18\x06 \x01(\x08\x12.\n&suppress_duplicate_topic_subscriptions\x18\x07 \x01(\x08\x12 \n\x18\x62ridge_temp_destinations\x18\x08 \x01(\x08\x12\x15\n\rprefetch_size\x18\t \x01(\r\x12 \n\x18replay_when_no_consumers\x18\n \x01(\x08\x12\x17\n\x0fincluded_queues\x18\x0b \x03(\t\x12\x17\n\x0fincluded_topics\x18\x0c \x03(\t\x12\x17\n\x0f\x65xcluded_queues\x18\r \x03(\t\x12\x17\n\x0f\x65xcluded_topics\x18\x0e \x03(\t\x12\x15\n\rstatic_queues\x18\x0f \x03(\t\x12\x15\n\rstatic_topics\x18\x10 \x03(\t\"\xb7\x01\n\x0c\x44\x65mandUpdate\x12\'\n\x05\x61\x64\x64\x65\x64\x18\x01 \x03(\x0b\x32\x18.meshmq.v1.NetworkDemand\x12\x0f\n\x07removed\x18\x02 \x03(\t\x12\x0c\n\x04\x66ull\x18\x03 \x01(\x08\x12\x31\n\x05moved\x18\x04 \x03(\x0b\x32\".meshmq.v1.DemandUpdate.MovedEntry\x1a,\n\nMovedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xe9\x01\n\rNetworkDemand\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65stination\x18\x03 \x01(\t\x12\x10\n\x08selector\x18\x04 \x01(\t\x12\x0c\n\x04path\x18\x05 \x03(\t\x12\x0c\n\x04hops\x18\x06 \x01(\r\x12\x0f\n\x07origins\x18\x07 \x03(\t\x12\x38\n\x08\x61ttached\x18\x08 \x03(\x0b\x32&.meshmq.v1.NetworkDemand.AttachedEntry\x1a/\n\rAttachedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\xba\x01\n\x0e\x43lusterBinding\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x04 \x01(\t\x12,\n\x0crouting_type\x18\x05 \x01(\x0e\x32\x16.meshmq.v1.RoutingType\x12\x0e\n\x06\x66ilter\x18\x06 \x01(\t\x12\x18\n\x10\x63onsumer_filters\x18\x07 \x03(\t\x12\x0c\n\x04hops\x18\x08 \x01(\r\"F\n\rClusterMember\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\"{\n\x10\x42indingsSnapshot\x12+\n\x08\x62indings\x18\x01 \x03(\x0b\x32\x19.meshmq.v1.ClusterBinding\x12)\n\x07members\x18\x02 \x03(\x0b\x32\x18.meshmq.v1.ClusterMember\x12\x0f\n\x07version\x18\x03 \x01(\x04\"~\n\x10\x46orwardedMessage\x12#\n\x07message\x18\x01 \x01(\x0b\x32\x12.meshmq.v1.Message\x12\x10\n\x08route_to\x18\x02 \x03(\t\x12\x1b\n\x13\x62ridge_duplicate_id\x18\x03 \x01(\t\x12\x16\n\x0e\x64\x65livery_count\x18\x04 \x01(\r\"i\n\x0c\x46orwardBatch\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12-\n\x08messages\x18\x02 \x03(\x0b\x32\x1b.meshmq.v1.ForwardedMessage\x12\x18\n\x10\x62indings_version\x18\x03 \x01(\x04\"3\n\x0e\x46orwardConfirm\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x01(\t\"i\n\rBackupRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x11\n\tnode_name\x18\x02 \x01(\t\x12\x13\n\x0bjournal_url\x18\x03 \x01(\t\x12\x0c\n\x04kind\x18\x04 \x01(\t\x12\x11\n\tconnector\x18\x05 \x01(\t\"\\\n\x0b\x42\x61\x63kupReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x18\n\x10\x62\x61\x63kup_connector\x18\x03 \x01(\t\x12\x11\n\tnode_name\x18\x04 \x01(\t2F\n\x07\x43luster\x12;\n\x04Link\x12\x16.meshmq.v1.LinkRequest\x1a\x17.meshmq.v1.LinkResponse(\x01\x30\x01\x32R\n\rBackupHosting\x12\x41\n\rRequestBackup\x12\x18.meshmq.v1.BackupRequest\x1a\x16.meshmq.v1.BackupReply2\xca\x01\n\x0bQuorumVotes\x12\x34\n\x04Vote\x12\x16.meshmq.v1.VoteRequest\x1a\x14.meshmq.v1.VoteReply\x12\x46\n\nForgetCopy\x12\x1c.meshmq.v1.ForgetCopyRequest\x1a\x1a.meshmq.v1.ForgetCopyReply\x12=\n\x07Members\x12\x19.meshmq.v1.MembersRequest\x1a\x17.meshmq.v1.MembersReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'meshmq.v1.cluster_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_DEMANDUPDATE_MOVEDENTRY']._loaded_options = None
+  _globals['_DEMANDUPDATE_MOVEDENTRY']._serialized_options = b'8\001'
+  _globals['_NETWORKDEMAND_ATTACHEDENTRY']._loaded_options = None
+  _globals['_NETWORKDEMAND_ATTACHEDENTRY']._serialized_options = b'8\001'
   _globals['_FORGETCOPYREQUEST']._serialized_start=64
   _globals['_FORGETCOPYREQUEST']._serialized_end=124
   _globals['_FORGETCOPYREPLY']._serialized_start=126
@@ -45,37 +49,55 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VOTEREPLY']._serialized_start=411
   _globals['_VOTEREPLY']._serialized_end=534
   _globals['_LINKREQUEST']._serialized_start=537
-  _globals['_LINKREQUEST']._serialized_end=728
-  _globals['_FORWARDCHUNK']._serialized_start=730
-  _globals['_FORWARDCHUNK']._serialized_end=790
-  _globals['_QUEUEDECLARATION']._serialized_start=793
-  _globals['_QUEUEDECLARATION']._serialized_end=921
-  _globals['_DECLAREQUEUES']._serialized_start=923
-  _globals['_DECLAREQUEUES']._serialized_end=983
-  _globals['_LINKRESPONSE']._serialized_start=986
-  _globals['_LINKRESPONSE']._serialized_end=1183
-  _globals['_LINKPING']._serialized_start=1185
-  _globals['_LINKPING']._serialized_end=1195
-  _globals['_LINKHELLO']._serialized_start=1198
-  _globals['_LINKHELLO']._serialized_end=1355
-  _globals['_LINKWELCOME']._serialized_start=1357
-  _globals['_LINKWELCOME']._serialized_end=1426
-  _globals['_CLUSTERBINDING']._serialized_start=1429
-  _globals['_CLUSTERBINDING']._serialized_end=1615
-  _globals['_CLUSTERMEMBER']._serialized_start=1617
-  _globals['_CLUSTERMEMBER']._serialized_end=1687
-  _globals['_BINDINGSSNAPSHOT']._serialized_start=1689
-  _globals['_BINDINGSSNAPSHOT']._serialized_end=1795
-  _globals['_FORWARDEDMESSAGE']._serialized_start=1797
-  _globals['_FORWARDEDMESSAGE']._serialized_end=1923
-  _globals['_FORWARDBATCH']._serialized_start=1925
-  _globals['_FORWARDBATCH']._serialized_end=2004
-  _globals['_FORWARDCONFIRM']._serialized_start=2006
-  _globals['_FORWARDCONFIRM']._serialized_end=2057
-  _globals['_BACKUPREQUEST']._serialized_start=2059
-  _globals['_BACKUPREQUEST']._serialized_end=2164
-  _globals['_BACKUPREPLY']._serialized_start=2166
-  _globals['_BACKUPREPLY']._serialized_end=2258
-  _globals['_CLUSTER']._serialized_start=2261
-  _globals['_CLUSTER']._serialized_end=2587
+  _globals['_LINKREQUEST']._serialized_end=817
+  _globals['_FORWARDCHUNK']._serialized_start=819
+  _globals['_FORWARDCHUNK']._serialized_end=879
+  _globals['_QUEUEDECLARATION']._serialized_start=882
+  _globals['_QUEUEDECLARATION']._serialized_end=1010
+  _globals['_DECLAREQUEUES']._serialized_start=1012
+  _globals['_DECLAREQUEUES']._serialized_end=1072
+  _globals['_LINKRESPONSE']._serialized_start=1075
+  _globals['_LINKRESPONSE']._serialized_end=1401
+  _globals['_LINKPING']._serialized_start=1403
+  _globals['_LINKPING']._serialized_end=1413
+  _globals['_LINKHELLO']._serialized_start=1416
+  _globals['_LINKHELLO']._serialized_end=1615
+  _globals['_LINKWELCOME']._serialized_start=1617
+  _globals['_LINKWELCOME']._serialized_end=1710
+  _globals['_NETWORKHELLO']._serialized_start=1713
+  _globals['_NETWORKHELLO']._serialized_end=1899
+  _globals['_NETWORKHELLO_KIND']._serialized_start=1850
+  _globals['_NETWORKHELLO_KIND']._serialized_end=1899
+  _globals['_NETWORKPOLICY']._serialized_start=1902
+  _globals['_NETWORKPOLICY']._serialized_end=2390
+  _globals['_DEMANDUPDATE']._serialized_start=2393
+  _globals['_DEMANDUPDATE']._serialized_end=2576
+  _globals['_DEMANDUPDATE_MOVEDENTRY']._serialized_start=2532
+  _globals['_DEMANDUPDATE_MOVEDENTRY']._serialized_end=2576
+  _globals['_NETWORKDEMAND']._serialized_start=2579
+  _globals['_NETWORKDEMAND']._serialized_end=2812
+  _globals['_NETWORKDEMAND_ATTACHEDENTRY']._serialized_start=2765
+  _globals['_NETWORKDEMAND_ATTACHEDENTRY']._serialized_end=2812
+  _globals['_CLUSTERBINDING']._serialized_start=2815
+  _globals['_CLUSTERBINDING']._serialized_end=3001
+  _globals['_CLUSTERMEMBER']._serialized_start=3003
+  _globals['_CLUSTERMEMBER']._serialized_end=3073
+  _globals['_BINDINGSSNAPSHOT']._serialized_start=3075
+  _globals['_BINDINGSSNAPSHOT']._serialized_end=3198
+  _globals['_FORWARDEDMESSAGE']._serialized_start=3200
+  _globals['_FORWARDEDMESSAGE']._serialized_end=3326
+  _globals['_FORWARDBATCH']._serialized_start=3328
+  _globals['_FORWARDBATCH']._serialized_end=3433
+  _globals['_FORWARDCONFIRM']._serialized_start=3435
+  _globals['_FORWARDCONFIRM']._serialized_end=3486
+  _globals['_BACKUPREQUEST']._serialized_start=3488
+  _globals['_BACKUPREQUEST']._serialized_end=3593
+  _globals['_BACKUPREPLY']._serialized_start=3595
+  _globals['_BACKUPREPLY']._serialized_end=3687
+  _globals['_CLUSTER']._serialized_start=3689
+  _globals['_CLUSTER']._serialized_end=3759
+  _globals['_BACKUPHOSTING']._serialized_start=3761
+  _globals['_BACKUPHOSTING']._serialized_end=3843
+  _globals['_QUORUMVOTES']._serialized_start=3846
+  _globals['_QUORUMVOTES']._serialized_end=4048
 # @@protoc_insertion_point(module_scope)

@@ -39,26 +39,6 @@ class ClusterStub:
                 request_serializer=meshmq_dot_v1_dot_cluster__pb2.LinkRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_cluster__pb2.LinkResponse.FromString,
                 _registered_method=True)
-        self.Vote = channel.unary_unary(
-                '/meshmq.v1.Cluster/Vote',
-                request_serializer=meshmq_dot_v1_dot_cluster__pb2.VoteRequest.SerializeToString,
-                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.VoteReply.FromString,
-                _registered_method=True)
-        self.ForgetCopy = channel.unary_unary(
-                '/meshmq.v1.Cluster/ForgetCopy',
-                request_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
-                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
-                _registered_method=True)
-        self.RequestBackup = channel.unary_unary(
-                '/meshmq.v1.Cluster/RequestBackup',
-                request_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
-                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
-                _registered_method=True)
-        self.Members = channel.unary_unary(
-                '/meshmq.v1.Cluster/Members',
-                request_serializer=meshmq_dot_v1_dot_cluster__pb2.MembersRequest.SerializeToString,
-                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.MembersReply.FromString,
-                _registered_method=True)
 
 
 class ClusterServicer:
@@ -70,41 +50,6 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Vote(self, request, context):
-        """A classic replication quorum vote (ha-policy replication master/slave):
-        does this node see `target_node_id` served, and where? Asked with the
-        cluster credential; answered only by an active node, from its links.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ForgetCopy(self, request, context):
-        """A classic replication live lost its backup: the copy `copy_id` of its
-        store misses what it confirms from now on, and must never win a vote.
-        The live confirms alone only once enough lives have answered.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def RequestBackup(self, request, context):
-        """A colocated live asks this node to host a backup of it (ha-policy
-        shared-store or replication colocated; services/ha-coordinator/colocated.py).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Members(self, request, context):
-        """This node and the lives it links to: how a classic-replication node
-        learns the cluster's lives before it has to count them in a vote (a
-        passive backup answers NOT_ACTIVE, which is how it is known as one).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,26 +57,6 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.Link,
                     request_deserializer=meshmq_dot_v1_dot_cluster__pb2.LinkRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_cluster__pb2.LinkResponse.SerializeToString,
-            ),
-            'Vote': grpc.unary_unary_rpc_method_handler(
-                    servicer.Vote,
-                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.VoteRequest.FromString,
-                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.VoteReply.SerializeToString,
-            ),
-            'ForgetCopy': grpc.unary_unary_rpc_method_handler(
-                    servicer.ForgetCopy,
-                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.FromString,
-                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.SerializeToString,
-            ),
-            'RequestBackup': grpc.unary_unary_rpc_method_handler(
-                    servicer.RequestBackup,
-                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.FromString,
-                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.SerializeToString,
-            ),
-            'Members': grpc.unary_unary_rpc_method_handler(
-                    servicer.Members,
-                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.MembersRequest.FromString,
-                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.MembersReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -171,6 +96,193 @@ class Cluster:
             metadata,
             _registered_method=True)
 
+
+class BackupHostingStub:
+    """A colocated live asks this node to host a backup of it (ha-policy
+    shared-store or replication colocated). Every router serves it on its
+    acceptors, answered by the HA coordinator's colocated policy hosted there
+    (services/ha-coordinator/colocated.py); a node without one refuses. Asked
+    with the cluster credential.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.RequestBackup = channel.unary_unary(
+                '/meshmq.v1.BackupHosting/RequestBackup',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
+                _registered_method=True)
+
+
+class BackupHostingServicer:
+    """A colocated live asks this node to host a backup of it (ha-policy
+    shared-store or replication colocated). Every router serves it on its
+    acceptors, answered by the HA coordinator's colocated policy hosted there
+    (services/ha-coordinator/colocated.py); a node without one refuses. Asked
+    with the cluster credential.
+    """
+
+    def RequestBackup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_BackupHostingServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'RequestBackup': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequestBackup,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.BackupRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.BackupReply.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'meshmq.v1.BackupHosting', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('meshmq.v1.BackupHosting', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class BackupHosting:
+    """A colocated live asks this node to host a backup of it (ha-policy
+    shared-store or replication colocated). Every router serves it on its
+    acceptors, answered by the HA coordinator's colocated policy hosted there
+    (services/ha-coordinator/colocated.py); a node without one refuses. Asked
+    with the cluster credential.
+    """
+
+    @staticmethod
+    def RequestBackup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.BackupHosting/RequestBackup',
+            meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
+            meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class QuorumVotesStub:
+    """What classic replication (ha-policy replication master/slave) asks the
+    cluster's lives. Every router serves it on its acceptors, answered by the HA
+    coordinator's servicer hosted there (services/ha-coordinator/vote_service.py)
+    from what the router tells it: its node id and the nodes it links to. Asked
+    with the cluster credential; answered only by an active node.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Vote = channel.unary_unary(
+                '/meshmq.v1.QuorumVotes/Vote',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.VoteRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.VoteReply.FromString,
+                _registered_method=True)
+        self.ForgetCopy = channel.unary_unary(
+                '/meshmq.v1.QuorumVotes/ForgetCopy',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
+                _registered_method=True)
+        self.Members = channel.unary_unary(
+                '/meshmq.v1.QuorumVotes/Members',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.MembersRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.MembersReply.FromString,
+                _registered_method=True)
+
+
+class QuorumVotesServicer:
+    """What classic replication (ha-policy replication master/slave) asks the
+    cluster's lives. Every router serves it on its acceptors, answered by the HA
+    coordinator's servicer hosted there (services/ha-coordinator/vote_service.py)
+    from what the router tells it: its node id and the nodes it links to. Asked
+    with the cluster credential; answered only by an active node.
+    """
+
+    def Vote(self, request, context):
+        """A classic replication quorum vote: does this node see `target_node_id`
+        served, and where?
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetCopy(self, request, context):
+        """A classic replication live lost its backup: the copy `copy_id` of its
+        store misses what it confirms from now on, and must never win a vote.
+        The live confirms alone only once enough lives have answered.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Members(self, request, context):
+        """This node and the lives it links to: how a classic-replication node
+        learns the cluster's lives before it has to count them in a vote (a
+        passive backup answers NOT_ACTIVE, which is how it is known as one).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_QuorumVotesServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Vote': grpc.unary_unary_rpc_method_handler(
+                    servicer.Vote,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.VoteRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.VoteReply.SerializeToString,
+            ),
+            'ForgetCopy': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetCopy,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.SerializeToString,
+            ),
+            'Members': grpc.unary_unary_rpc_method_handler(
+                    servicer.Members,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.MembersRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.MembersReply.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'meshmq.v1.QuorumVotes', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('meshmq.v1.QuorumVotes', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class QuorumVotes:
+    """What classic replication (ha-policy replication master/slave) asks the
+    cluster's lives. Every router serves it on its acceptors, answered by the HA
+    coordinator's servicer hosted there (services/ha-coordinator/vote_service.py)
+    from what the router tells it: its node id and the nodes it links to. Asked
+    with the cluster credential; answered only by an active node.
+    """
+
     @staticmethod
     def Vote(request,
             target,
@@ -185,7 +297,7 @@ class Cluster:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/meshmq.v1.Cluster/Vote',
+            '/meshmq.v1.QuorumVotes/Vote',
             meshmq_dot_v1_dot_cluster__pb2.VoteRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.VoteReply.FromString,
             options,
@@ -212,36 +324,9 @@ class Cluster:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/meshmq.v1.Cluster/ForgetCopy',
+            '/meshmq.v1.QuorumVotes/ForgetCopy',
             meshmq_dot_v1_dot_cluster__pb2.ForgetCopyRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.ForgetCopyReply.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def RequestBackup(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/meshmq.v1.Cluster/RequestBackup',
-            meshmq_dot_v1_dot_cluster__pb2.BackupRequest.SerializeToString,
-            meshmq_dot_v1_dot_cluster__pb2.BackupReply.FromString,
             options,
             channel_credentials,
             insecure,
@@ -266,7 +351,7 @@ class Cluster:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/meshmq.v1.Cluster/Members',
+            '/meshmq.v1.QuorumVotes/Members',
             meshmq_dot_v1_dot_cluster__pb2.MembersRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.MembersReply.FromString,
             options,

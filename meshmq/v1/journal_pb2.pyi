@@ -91,20 +91,26 @@ class AddressRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., routing_types: _Optional[int] = ..., auto_created: _Optional[bool] = ...) -> None: ...
 
 class QueueRecord(_message.Message):
-    __slots__ = ("queue_id", "name", "address", "routing_type", "filter", "auto_created")
+    __slots__ = ("queue_id", "name", "address", "routing_type", "filter", "auto_created", "last_value_key", "non_destructive", "exclusive")
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     AUTO_CREATED_FIELD_NUMBER: _ClassVar[int]
+    LAST_VALUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    NON_DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
     queue_id: int
     name: str
     address: str
     routing_type: int
     filter: str
     auto_created: bool
-    def __init__(self, queue_id: _Optional[int] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[int] = ..., filter: _Optional[str] = ..., auto_created: _Optional[bool] = ...) -> None: ...
+    last_value_key: str
+    non_destructive: bool
+    exclusive: bool
+    def __init__(self, queue_id: _Optional[int] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[int] = ..., filter: _Optional[str] = ..., auto_created: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ...) -> None: ...
 
 class StoredMessage(_message.Message):
     __slots__ = ("message_id", "data", "address", "size", "timestamp", "large", "queue_id", "delivery_count")

@@ -64,6 +64,22 @@ class BrowseMessagesResponse(_message.Message):
     total: int
     def __init__(self, messages: _Optional[_Iterable[_Union[BrowsedMessage, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
 
+class BrowseQueueRequest(_message.Message):
+    __slots__ = ("queue", "filter", "page_size")
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    filter: str
+    page_size: int
+    def __init__(self, queue: _Optional[str] = ..., filter: _Optional[str] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class BrowsePage(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[BrowsedMessage]
+    def __init__(self, messages: _Optional[_Iterable[_Union[BrowsedMessage, _Mapping]]] = ...) -> None: ...
+
 class MoveMessagesRequest(_message.Message):
     __slots__ = ("queue", "to_queue", "filter", "limit")
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -143,7 +159,7 @@ class GetClusterStateRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class BridgeInfo(_message.Message):
-    __slots__ = ("cluster_connection", "endpoint", "target_node_id", "target_node_name", "state", "problem", "routed", "forwarded", "confirmed", "pending", "retries", "store_and_forward_queue", "batches")
+    __slots__ = ("cluster_connection", "endpoint", "target_node_id", "target_node_name", "state", "problem", "routed", "forwarded", "confirmed", "pending", "retries", "store_and_forward_queue", "batches", "kind", "direction", "duplex", "role", "demand_sent", "demand_received", "subscriptions")
     CLUSTER_CONNECTION_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     TARGET_NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +173,13 @@ class BridgeInfo(_message.Message):
     RETRIES_FIELD_NUMBER: _ClassVar[int]
     STORE_AND_FORWARD_QUEUE_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    DUPLEX_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    DEMAND_SENT_FIELD_NUMBER: _ClassVar[int]
+    DEMAND_RECEIVED_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
     cluster_connection: str
     endpoint: str
     target_node_id: str
@@ -170,7 +193,14 @@ class BridgeInfo(_message.Message):
     retries: int
     store_and_forward_queue: str
     batches: int
-    def __init__(self, cluster_connection: _Optional[str] = ..., endpoint: _Optional[str] = ..., target_node_id: _Optional[str] = ..., target_node_name: _Optional[str] = ..., state: _Optional[str] = ..., problem: _Optional[str] = ..., routed: _Optional[int] = ..., forwarded: _Optional[int] = ..., confirmed: _Optional[int] = ..., pending: _Optional[int] = ..., retries: _Optional[int] = ..., store_and_forward_queue: _Optional[str] = ..., batches: _Optional[int] = ...) -> None: ...
+    kind: str
+    direction: str
+    duplex: bool
+    role: str
+    demand_sent: int
+    demand_received: int
+    subscriptions: int
+    def __init__(self, cluster_connection: _Optional[str] = ..., endpoint: _Optional[str] = ..., target_node_id: _Optional[str] = ..., target_node_name: _Optional[str] = ..., state: _Optional[str] = ..., problem: _Optional[str] = ..., routed: _Optional[int] = ..., forwarded: _Optional[int] = ..., confirmed: _Optional[int] = ..., pending: _Optional[int] = ..., retries: _Optional[int] = ..., store_and_forward_queue: _Optional[str] = ..., batches: _Optional[int] = ..., kind: _Optional[str] = ..., direction: _Optional[str] = ..., duplex: _Optional[bool] = ..., role: _Optional[str] = ..., demand_sent: _Optional[int] = ..., demand_received: _Optional[int] = ..., subscriptions: _Optional[int] = ...) -> None: ...
 
 class RemoteBindingInfo(_message.Message):
     __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter", "consumer_filters", "hops", "via")
@@ -309,7 +339,7 @@ class ListQueuesRequest(_message.Message):
     def __init__(self, address: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused", "last_value_key", "non_destructive", "exclusive")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -328,6 +358,9 @@ class QueueInfo(_message.Message):
     PAGED_BYTES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_COUNT_FIELD_NUMBER: _ClassVar[int]
     PAUSED_FIELD_NUMBER: _ClassVar[int]
+    LAST_VALUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    NON_DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
@@ -346,7 +379,10 @@ class QueueInfo(_message.Message):
     paged_bytes: int
     scheduled_count: int
     paused: bool
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ...) -> None: ...
+    last_value_key: str
+    non_destructive: bool
+    exclusive: bool
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ("queues",)
@@ -387,18 +423,26 @@ class ListConsumersResponse(_message.Message):
     def __init__(self, consumers: _Optional[_Iterable[_Union[ConsumerInfo, _Mapping]]] = ...) -> None: ...
 
 class CreateQueueRequest(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "last_value_key", "last_value", "non_destructive", "exclusive")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     DURABLE_FIELD_NUMBER: _ClassVar[int]
+    LAST_VALUE_KEY_FIELD_NUMBER: _ClassVar[int]
+    LAST_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NON_DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
+    EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
     filter: str
     durable: bool
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ...) -> None: ...
+    last_value_key: str
+    last_value: bool
+    non_destructive: bool
+    exclusive: bool
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., last_value: _Optional[bool] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ...) -> None: ...
 
 class DeleteQueueRequest(_message.Message):
     __slots__ = ("name", "force")

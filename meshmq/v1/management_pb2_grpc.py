@@ -94,6 +94,11 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesResponse.FromString,
                 _registered_method=True)
+        self.BrowseQueue = channel.unary_stream(
+                '/meshmq.v1.Management/BrowseQueue',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.BrowseQueueRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.BrowsePage.FromString,
+                _registered_method=True)
         self.MoveMessages = channel.unary_stream(
                 '/meshmq.v1.Management/MoveMessages',
                 request_serializer=meshmq_dot_v1_dot_management__pb2.MoveMessagesRequest.SerializeToString,
@@ -197,6 +202,14 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def BrowseQueue(self, request, context):
+        """All of a queue's messages a consumer would meet, in that order, whole, a page
+        at a time, without consuming them: the SDK's queue browser (session.create_browser).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def MoveMessages(self, request, context):
         """Long operations stream their progress: one OperationProgress per batch, the last with finished set.
         """
@@ -287,6 +300,11 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.BrowseMessages,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.BrowseMessagesResponse.SerializeToString,
+            ),
+            'BrowseQueue': grpc.unary_stream_rpc_method_handler(
+                    servicer.BrowseQueue,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.BrowseQueueRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.BrowsePage.SerializeToString,
             ),
             'MoveMessages': grpc.unary_stream_rpc_method_handler(
                     servicer.MoveMessages,
@@ -633,6 +651,33 @@ class Management:
             '/meshmq.v1.Management/BrowseMessages',
             meshmq_dot_v1_dot_management__pb2.BrowseMessagesRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.BrowseMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BrowseQueue(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/meshmq.v1.Management/BrowseQueue',
+            meshmq_dot_v1_dot_management__pb2.BrowseQueueRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.BrowsePage.FromString,
             options,
             channel_credentials,
             insecure,

@@ -31,7 +31,7 @@ class Value(_message.Message):
     def __init__(self, string_value: _Optional[str] = ..., int_value: _Optional[int] = ..., float_value: _Optional[float] = ..., bool_value: _Optional[bool] = ..., bytes_value: _Optional[bytes] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "address", "body", "properties", "durable", "priority", "timestamp", "expiration", "duplicate_id", "routing_type", "large", "body_size", "node_id", "user_id")
+    __slots__ = ("message_id", "address", "body", "properties", "durable", "priority", "timestamp", "expiration", "duplicate_id", "routing_type", "large", "body_size", "node_id", "user_id", "reply_to", "correlation_id", "type", "group_id", "group_seq")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -53,6 +53,11 @@ class Message(_message.Message):
     BODY_SIZE_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     USER_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLY_TO_FIELD_NUMBER: _ClassVar[int]
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_SEQ_FIELD_NUMBER: _ClassVar[int]
     message_id: int
     address: str
     body: bytes
@@ -67,4 +72,9 @@ class Message(_message.Message):
     body_size: int
     node_id: str
     user_id: str
-    def __init__(self, message_id: _Optional[int] = ..., address: _Optional[str] = ..., body: _Optional[bytes] = ..., properties: _Optional[_Mapping[str, Value]] = ..., durable: _Optional[bool] = ..., priority: _Optional[int] = ..., timestamp: _Optional[int] = ..., expiration: _Optional[int] = ..., duplicate_id: _Optional[str] = ..., routing_type: _Optional[_Union[RoutingType, str]] = ..., large: _Optional[bool] = ..., body_size: _Optional[int] = ..., node_id: _Optional[str] = ..., user_id: _Optional[str] = ...) -> None: ...
+    reply_to: str
+    correlation_id: str
+    type: str
+    group_id: str
+    group_seq: int
+    def __init__(self, message_id: _Optional[int] = ..., address: _Optional[str] = ..., body: _Optional[bytes] = ..., properties: _Optional[_Mapping[str, Value]] = ..., durable: _Optional[bool] = ..., priority: _Optional[int] = ..., timestamp: _Optional[int] = ..., expiration: _Optional[int] = ..., duplicate_id: _Optional[str] = ..., routing_type: _Optional[_Union[RoutingType, str]] = ..., large: _Optional[bool] = ..., body_size: _Optional[int] = ..., node_id: _Optional[str] = ..., user_id: _Optional[str] = ..., reply_to: _Optional[str] = ..., correlation_id: _Optional[str] = ..., type: _Optional[str] = ..., group_id: _Optional[str] = ..., group_seq: _Optional[int] = ...) -> None: ...

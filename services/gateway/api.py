@@ -131,7 +131,8 @@ class NodeDetail(BaseModel):
 
 @router.get("/cluster", response_model=ClusterView, tags=["cluster"])
 async def cluster(gw: GW, who: Viewer) -> ClusterView:
-    """Every node (up or down, with the reason), the cluster bridges between them, and the HA groups."""
+    """Every node (up or down, with the reason), the links between them (cluster bridges, network-connector
+    and tree links, each with its `kind`), and the HA groups."""
     return await gw.gather.cluster(who.metadata)
 
 
@@ -209,6 +210,10 @@ class CreateQueueBody(BaseModel):
     routing_type: Literal["anycast", "multicast"] = "anycast"
     filter: Selector = ""
     durable: bool = True
+    # Artemis's queue attributes (docs/broker.md); null: the address settings' default.
+    last_value_key: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    non_destructive: bool | None = None
+    exclusive: bool | None = None
 
 
 def search_queues(queues: list[QueueView], search: str, sort: str, order: str, internal: bool = False
@@ -240,7 +245,8 @@ async def _on_node(gw: GatewayState, who: Identity, node: str):
 async def create_queue(node: str, body: CreateQueueBody, gw: GW, who: Manager) -> QueueView:
     view, admin = await _on_node(gw, who, node)
     q = await admin.create_queue(body.name, address=body.address or body.name, routing_type=body.routing_type,
-                                 filter=body.filter, durable=body.durable)
+                                 filter=body.filter, durable=body.durable, last_value_key=body.last_value_key,
+                                 non_destructive=body.non_destructive, exclusive=body.exclusive)
     return queue_view(view.name, q)
 
 

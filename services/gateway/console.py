@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from meshmq.errors import MeshMQError
+from meshmq.link_kinds import describe_kind
 
 from .api import node_detail, search_queues
 from .auth import (CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, Identity, LoginRefused, client_address,
@@ -47,6 +48,7 @@ templates.env.filters["duration"] = _duration
 templates.env.filters["when"] = _when
 # A name in a link's path: urlencode would leave its `/` as a separator.
 templates.env.filters["segment"] = segment
+templates.env.filters["link_kind"] = describe_kind
 
 router = APIRouter(include_in_schema=False)
 QUEUE_SORTS = {"node", "name", "address", "message_count", "consumers", "messages_added", "messages_acknowledged",

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from meshmq.errors import MeshMQError, NotActiveError
+from meshmq.link_kinds import CLUSTER, DIALED
 from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import messages_pb2 as mpb
 
@@ -67,6 +68,10 @@ class QueueView(BaseModel):
     temporary: bool = False
     auto_created: bool = False
     paused: bool = False
+    # Artemis's queue attributes: "" = not a last-value queue.
+    last_value_key: str = ""
+    non_destructive: bool = False
+    exclusive: bool = False
     # Artemis's MessageCount: waiting + delivering + scheduled (paged ones included).
     message_count: int
     waiting: int
@@ -105,8 +110,16 @@ class ConsumerView(BaseModel):
 
 
 class BridgeView(BaseModel):
+    """A link of the bridge engine as `node` holds it: a cluster connection's
+    bridge, a network connector's link or a tree connector's link."""
+
     node: str
+    # The cluster connection, or the network connector's name ("tree" for the tree connector).
     cluster_connection: str
+    # "cluster", "network" or "tree".
+    kind: str = "cluster"
+    # "out": `node` dialed the link; "in": it accepted it.
+    direction: str = "out"
     target: str
     endpoint: str
     state: str
@@ -117,6 +130,13 @@ class BridgeView(BaseModel):
     confirmed: int
     pending: int
     retries: int
+    # Network and tree links only: messages flow both ways; what the peer is to
+    # `node` ("peer", "parent", "child"); demand frames; subscriptions held.
+    duplex: bool = False
+    role: str = ""
+    demand_sent: int = 0
+    demand_received: int = 0
+    subscriptions: int = 0
 
 
 class RemoteBindingView(BaseModel):
@@ -221,6 +241,7 @@ def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:
     return QueueView(
         node=node, name=q.name, address=q.address, routing_type=routing_name(q.routing_type), filter=q.filter,
         durable=q.durable, temporary=q.temporary, auto_created=q.auto_created, paused=q.paused,
+        last_value_key=q.last_value_key, non_destructive=q.non_destructive, exclusive=q.exclusive,
         message_count=q.message_count,
         waiting=max(0, q.message_count - q.delivering_count - q.scheduled_count),
         delivering=q.delivering_count, paged=q.paged_count, scheduled=q.scheduled_count,
@@ -237,7 +258,9 @@ def address_view(node: str, a: mgpb.AddressInfo) -> AddressView:
 def bridge_view(node: str, b: mgpb.BridgeInfo) -> BridgeView:
     return BridgeView(node=node, cluster_connection=b.cluster_connection, target=b.target_node_name or b.endpoint,
                       endpoint=b.endpoint, state=b.state, problem=b.problem, routed=b.routed, forwarded=b.forwarded,
-                      batches=b.batches, confirmed=b.confirmed, pending=b.pending, retries=b.retries)
+                      batches=b.batches, confirmed=b.confirmed, pending=b.pending, retries=b.retries,
+                      kind=b.kind or CLUSTER, direction=b.direction or DIALED, duplex=b.duplex, role=b.role,
+                      demand_sent=b.demand_sent, demand_received=b.demand_received, subscriptions=b.subscriptions)
 
 
 def _value(v: mpb.Value) -> str | int | float | bool:

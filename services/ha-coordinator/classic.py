@@ -6,7 +6,7 @@ serve, decided by quorum votes among the cluster's lives (quorum_vote.py).
   confirms anything alone (`forget_copy`); until they answer, confirms wait.
   With `vote-on-replication-failure` it also asks whether it may stay live,
   and stops if a quorum does not see it (another node may serve its id).
-* A **slave** copies its master's store (services/router/replica.py) and,
+* A **slave** copies its master's store (replication_backup.py) and,
   when the stream ends, runs up to `vote-retries` rounds of votes
   `vote-retry-wait` apart, each waiting `quorum-vote-wait` seconds at most;
   it takes over once enough lives no longer see its master. If every round
@@ -25,7 +25,7 @@ connection (`cluster-name`); `quorum-size` -1 counts the **lives** among
 them as the topology knows them (quorum_vote.LiveView: backups never count,
 a live that died still does, an endpoint never heard from counts as a live).
 Every node keeps that view current by asking the others which lives they see
-every `TOPOLOGY_PROBE_S` seconds (`Cluster.Members`) and from every vote and
+every `TOPOLOGY_PROBE_S` seconds (`QuorumVotes.Members`) and from every vote and
 notice answer. With no other live a backup takes over whenever it loses its
 live, even when only the network between them failed: that split-brain risk
 is logged at start, and pluggable quorum on etcd (primary/backup) is the remedy.
@@ -38,12 +38,12 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
-from meshmq.activation import FAILED_BACK, StaleCopy
+from meshmq.activation import FAILED_BACK, EpochGrant, StaleCopy, granted_from, local_grant
 from meshmq.config.models import BrokerConfig
 from meshmq.runtime import NodeHalted
 from meshmq.v1 import cluster_pb2 as cpb
 
-from .pair import ReplicatingPair
+from .replicating_activation import ReplicatingActivation
 from .quorum_vote import (LiveView, Tally, acks_needed, ask, forget_copy, learn_members, notice_outcome, quorum_size,
                           votes_needed)
 
@@ -54,10 +54,10 @@ TOPOLOGY_PROBE_S = 5.0
 PAIR_LIVE = "(the live of this pair)"
 
 
-class ClassicActivation(ReplicatingPair):
+class ClassicActivation(ReplicatingActivation):
     def __init__(self, config: BrokerConfig, identity, local_store: Callable[[], tuple[str, int]]) -> None:
         """`identity`: how this node opens calls to other nodes (the cluster
-        connection's TLS and credential; services/embedded.py gives the router's);
+        connection's TLS and credential: the router's link identity, through runner.py);
         `local_store()`: this node's id and its store's epoch."""
         super().__init__()
         self._local_store = local_store
@@ -79,7 +79,7 @@ class ClassicActivation(ReplicatingPair):
         self._own: set[str] = set()
         self.view = LiveView()
         self._probing: asyncio.Task | None = None
-        # A master failing back: copy the store from where it is served (services/embedded.py's runner).
+        # A master failing back: copy the store from where it is served (runner.py's replica runner).
         self.failback: Callable[[str], Awaitable[int]] | None = None
         self._step_down = asyncio.Event()
 
@@ -122,7 +122,7 @@ class ClassicActivation(ReplicatingPair):
                 self.view.saw_passive(self.backup_connector())
             await asyncio.sleep(TOPOLOGY_PROBE_S)
 
-    async def acquire(self) -> int:
+    async def acquire(self) -> EpochGrant:
         if self._probing is None:
             self._probing = asyncio.create_task(self._probe())
         at_start = self.size(PAIR_LIVE)  # the view is empty yet: every named endpoint counts
@@ -133,11 +133,11 @@ class ClassicActivation(ReplicatingPair):
                         "(ha-policy replication primary/backup) — docs/ha.md", at_start,
                         "this backup takes over" if self.master is None else "the backup takes over")
         if self.master is None:
-            return await self._replicate()
+            return granted_from(await self._replicate())
         node_id, _ = await asyncio.to_thread(self._local_store)
         served = await self._served_elsewhere(node_id)
         if served is None:
-            return 0  # a master serves from the start; its journal raises the epoch
+            return local_grant  # a master serves from the start, at the next epoch of its own store
         voter, at = served
         if not self.master.check_for_live_server:
             raise NodeHalted(f"classic replication: this node's store (node {node_id}) is served at {at} (seen by "
@@ -147,7 +147,7 @@ class ClassicActivation(ReplicatingPair):
         log.warning("classic replication: this node's store (node %s) is served at %s (seen by %s): failing back — "
                     "copying it from there, then asking that node to step down", node_id, at, voter)
         assert self.failback is not None
-        return await self.failback(at)
+        return granted_from(await self.failback(at))
 
     async def _served_elsewhere(self, node_id: str) -> tuple[str, str] | None:
         """(a live that sees it, where) when this master's node id is served by

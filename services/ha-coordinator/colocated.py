@@ -8,7 +8,7 @@ connectors) in turn, until one accepts (`backup-request-retries` rounds,
 than `max-backups` and none of that live already.
 
 A hosted backup is an ordinary slave run beside the host's own router
-(services/embedded.py starts it): the host's configuration with the name
+(runner.py starts it, as services/embedded.py runs a node): the host's configuration with the name
 `colocated_backup_<n>`, a data directory of its own, its acceptor, metrics and
 connector ports moved by n x `backup-port-offset` (the connectors named in
 `excludes`, those of other nodes, keep theirs) and the colocated `slave`
@@ -22,7 +22,8 @@ a scale-down that names no node goes to the host itself (Artemis: its in-VM
 connector), so the host ends up with the dead live's messages.
 
 `backup_config` and `hosting_refusal` are the policy, pure; `ColocatedBackups`
-runs it.
+runs it, and `BackupHostingServicer` answers the requests on every router's
+acceptors (a node without the policy refuses them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from meshmq.aio import wait_for
 from meshmq.config.models import (
     BrokerConfig, ClusterConnection, Colocated, HaPolicy, Replication, SharedStore, parse_host_port,
 )
+from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.hosted import HostedService
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 
@@ -137,7 +140,7 @@ class ColocatedBackups:
         self.endpoint = ""
         self.backed_up_by = ""  # the node that accepted this node's request (its name), once one has
 
-    # ------------------------------------------------------------ hosting (Cluster.RequestBackup)
+    # ------------------------------------------------------------ hosting (BackupHosting.RequestBackup)
 
     async def handle(self, request: cpb.BackupRequest) -> cpb.BackupReply:
         async with self._lock:  # two requests at once must not both take the last slot
@@ -202,7 +205,7 @@ class ColocatedBackups:
                 channel = identity.open(endpoint)
                 try:
                     metadata = await identity.metadata(channel, endpoint)
-                    reply = await cgrpc.ClusterStub(channel).RequestBackup(
+                    reply = await cgrpc.BackupHostingStub(channel).RequestBackup(
                         request, metadata=metadata, timeout=START_TIMEOUT_S + 5)
                 except grpc.aio.AioRpcError as exc:
                     log.info("colocated: %s did not take the backup request: %s", endpoint, exc.details())
@@ -231,3 +234,28 @@ class ColocatedBackups:
             _, pending = await asyncio.wait(tasks, timeout=timeout)
             for task in pending:
                 task.cancel()
+
+
+BACKUP_HOSTING = cpb.DESCRIPTOR.services_by_name["BackupHosting"]
+
+
+class BackupHostingServicer(cgrpc.BackupHostingServicer):
+    """`BackupHosting.RequestBackup` on a router's acceptors: its colocated
+    policy's answer, or a refusal when it has none."""
+
+    def __init__(self, node_name: str, colocated: ColocatedBackups | None) -> None:
+        self._node_name = node_name
+        self._colocated = colocated
+
+    async def RequestBackup(self, request: cpb.BackupRequest, context: grpc.aio.ServicerContext) -> cpb.BackupReply:
+        if not request.node_id or not request.kind:
+            await abort_with(context, BrokerError(Reason.INVALID_REQUEST, "a backup request needs node_id and kind"))
+        if self._colocated is None:
+            return cpb.BackupReply(accepted=False, node_name=self._node_name,
+                                   reason="this node has no colocated ha-policy: it hosts no backups")
+        return await self._colocated.handle(request)
+
+
+def hosted_backups(colocated: ColocatedBackups | None) -> HostedService:
+    """The `HostedService` every router carries: it answers colocated lives' requests for a backup."""
+    return lambda node: (BackupHostingServicer(node.node_name, colocated), BACKUP_HOSTING)

@@ -1,8 +1,9 @@
 """Classic replication's quorum votes (ha-policy replication master/slave).
 
 No lock anywhere: a backup that lost its live asks the cluster's lives
-(every router answers `Cluster.Vote` from its own links) whether they still
-see the live, and takes over only with enough of them agreeing it is gone —
+(every router answers `QuorumVotes.Vote` from its own links, with
+vote_service.py) whether they still see the live, and takes over only with
+enough of them agreeing it is gone —
 Artemis's table: of `size` lives, 1 needs no vote, 2 need 1, n >= 3 need
 n // 2 + 1. A backup that cannot reach enough lives (it is the one cut off)
 stays passive.
@@ -160,7 +161,7 @@ async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tall
         channels.append(channel)
         try:
             metadata = await identity.metadata(channel, endpoint, timeout_s=wait_s)
-            reply = await cgrpc.ClusterStub(channel).Vote(request, metadata=metadata, timeout=wait_s)
+            reply = await cgrpc.QuorumVotesStub(channel).Vote(request, metadata=metadata, timeout=wait_s)
             if view is not None:
                 view.saw_live(endpoint, reply.node_id)
                 view.saw_members(reply.members)
@@ -188,13 +189,13 @@ async def ask(endpoints: Iterable[str], identity, request: cpb.VoteRequest, tall
 
 
 async def learn_members(endpoints: Iterable[str], identity, view: LiveView, wait_s: float) -> None:
-    """Ask every endpoint for the lives it sees (`Cluster.Members`) and put the answers in `view`."""
+    """Ask every endpoint for the lives it sees (`QuorumVotes.Members`) and put the answers in `view`."""
 
     async def one(endpoint: str) -> None:
         channel = identity.open(endpoint)
         try:
             metadata = await identity.metadata(channel, endpoint, timeout_s=wait_s)
-            reply = await cgrpc.ClusterStub(channel).Members(cpb.MembersRequest(), metadata=metadata, timeout=wait_s)
+            reply = await cgrpc.QuorumVotesStub(channel).Members(cpb.MembersRequest(), metadata=metadata, timeout=wait_s)
             view.saw_live(endpoint, reply.node_id)
             view.saw_members(reply.members)
         except grpc.aio.AioRpcError as exc:
@@ -230,7 +231,7 @@ async def forget_copy(endpoints: Iterable[str], identity, target_node_id: str, c
         channel = identity.open(endpoint)
         try:
             metadata = await identity.metadata(channel, endpoint, timeout_s=wait_s)
-            reply = await cgrpc.ClusterStub(channel).ForgetCopy(request, metadata=metadata, timeout=wait_s)
+            reply = await cgrpc.QuorumVotesStub(channel).ForgetCopy(request, metadata=metadata, timeout=wait_s)
             view.saw_members(reply.members)
             if reply.node_id == target_node_id:
                 return  # this node itself, at another of its endpoints

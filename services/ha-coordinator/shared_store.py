@@ -48,7 +48,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from meshmq.activation import FAILED_BACK, LEASE_LOST
+from meshmq.activation import FAILED_BACK, LEASE_LOST, EpochGrant, granted_from
 from meshmq.config.models import BrokerConfig
 from meshmq.pg_sessions import stuck_transaction_options
 
@@ -232,9 +232,9 @@ class SharedStoreLease:
 
     # ------------------------------------------------------------ the Activation protocol
 
-    async def acquire(self) -> int:
-        """Wait until this node holds the lease; returns the lease's activation
-        sequence, the lowest epoch the node may activate its store at."""
+    async def acquire(self) -> EpochGrant:
+        """Wait until this node holds the lease; grants an epoch no lower than the
+        lease's activation sequence."""
         said = None
         while True:
             try:
@@ -250,7 +250,7 @@ class SharedStoreLease:
                 log.info("%s: this node (%s) holds the lease; activating", self.description, self.role)
                 self._outcome = asyncio.get_running_loop().create_future()
                 self._keeper = asyncio.create_task(self._keep())
-                return self.epoch_floor
+                return granted_from(self.epoch_floor)
             if action.value != said:
                 if action is Action.REQUEST_FAILBACK:
                     log.info("%s: a backup serves this store; asked it to fail back", self.description)

@@ -20,7 +20,7 @@ read would step over the earlier ones). Two transactions that page messages
 into the same queue do not overlap.
 
 In the steady state the two are disjoint by construction: a router delivers
-a durable message only after its commit is answered (Broker.settle), so an
+a durable message only after its commit is answered (SendPipeline.settle), so an
 acknowledgement never names a message whose insert is still in flight.
 
 A pure decider over plain protobuf data; the writer process does the I/O.

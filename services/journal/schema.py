@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 # 2: messages.message_id is SQLite's rowid and messages.queue_id has no index
@@ -31,7 +32,9 @@ from sqlalchemy import (
 # 4: events.from_node_id / from_message_id: on the ENQUEUED of a message
 # another node forwarded here, where it came from (analytics follows a
 # message across the cluster by it); older stores gain the two columns.
-SCHEMA_VERSION = 4
+# 5: queues.last_value_key / non_destructive / exclusive, Artemis's queue
+# attributes; older stores gain them as "an ordinary queue".
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -63,6 +66,9 @@ queues = Table(
     Column("routing_type", SmallInteger, nullable=False),
     Column("filter", Text, nullable=False),
     Column("auto_created", Boolean, nullable=False),
+    Column("last_value_key", String(255), nullable=True),
+    Column("non_destructive", Boolean, nullable=False, server_default=false()),
+    Column("exclusive", Boolean, nullable=False, server_default=false()),
 )
 
 messages = Table(

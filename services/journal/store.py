@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg.errors
 from sqlalchemy import and_, create_engine, event, func, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -251,13 +250,15 @@ class JournalStore:
                 self._migrate_from_v1(conn)
             elif version is not None and int(version) == 2:
                 log.info("journal store %s: schema version 2 -> 3 (adds paged_messages)", describe_url(self.url))
-            elif version is not None and int(version) not in (3, s.SCHEMA_VERSION):
+            elif version is not None and int(version) not in (3, 4, s.SCHEMA_VERSION):
                 raise StoreError(
                     f"journal store {describe_url(self.url)} has schema version {version}; "
                     f"this meshmq uses version {s.SCHEMA_VERSION}. Migrate or use a new store."
                 )
             if version is not None and int(version) < 4:
                 self._add_event_origin(conn)
+            if version is not None and int(version) < 5:
+                self._add_queue_attributes(conn)
         s.metadata.create_all(conn)
 
     def _migrate_from_v1(self, conn: Connection) -> None:
@@ -284,6 +285,20 @@ class JournalStore:
                 conn.exec_driver_sql(f"ALTER TABLE events ADD COLUMN {column} {sql_type}")
         log.info("journal store %s: schema version -> 4 (events record where a forwarded message came from)",
                  describe_url(self.url))
+
+    def _add_queue_attributes(self, conn: Connection) -> None:
+        """Version 4 (or older, after their own steps) -> 5: queues gain
+        last_value_key / non_destructive / exclusive; every existing queue is
+        an ordinary one."""
+        if not inspect(conn).has_table("queues"):
+            return
+        have = {c["name"] for c in inspect(conn).get_columns("queues")}
+        for column, ddl in (("last_value_key", "VARCHAR(255)"), ("non_destructive", "BOOLEAN NOT NULL DEFAULT FALSE"),
+                            ("exclusive", "BOOLEAN NOT NULL DEFAULT FALSE")):
+            if column not in have:
+                conn.exec_driver_sql(f'ALTER TABLE queues ADD COLUMN "{column}" {ddl}')
+        log.info("journal store %s: schema version -> 5 (queues keep their last-value, non-destructive and "
+                 "exclusive attributes)", describe_url(self.url))
 
     def _put(self, conn: Connection, key: str, value: str) -> None:
         done = conn.execute(update(s.node_state).where(s.node_state.c.key == key).values(value=value))
@@ -337,7 +352,8 @@ class JournalStore:
                 "ELSE length(coalesce(max({value}), '0')) / 0 END FROM {node_state} WHERE {key} = 'epoch'")),
             "lock_epoch": ("BEGIN IMMEDIATE", epoch_sql) if self._backend == "sqlite" else (epoch_sql + " FOR UPDATE",),
             "set_epoch": stmt("UPDATE {node_state} SET {value} = ? WHERE {key} = 'epoch'"),
-            "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}) VALUES (?, ?, ?, ?, ?, ?)"),
+            "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}, "
+                              "{last_value_key}, {non_destructive}, {exclusive}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             "add_chunk": stmt("INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) VALUES (?, ?, ?)"),
             "copy_chunks": stmt(
                 "INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) "
@@ -510,7 +526,8 @@ class JournalStore:
             if r.add_queues:
                 run(
                     sql["add_queue"],
-                    [(q.queue_id, q.name, q.address, q.routing_type, q.filter, q.auto_created) for q in r.add_queues],
+                    [(q.queue_id, q.name, q.address, q.routing_type, q.filter, q.auto_created,
+                      q.last_value_key or None, q.non_destructive, q.exclusive) for q in r.add_queues],
                 )
         rows = [
             (m.message_id, m.address, m.size, m.timestamp, m.large, m.queue_id or None, m.delivery_count, m.data)
@@ -624,6 +641,9 @@ class JournalStore:
                     routing_type=row.routing_type,
                     filter=row.filter,
                     auto_created=bool(row.auto_created),
+                    last_value_key=row.last_value_key or "",
+                    non_destructive=bool(row.non_destructive),
+                    exclusive=bool(row.exclusive),
                 )
             pm = s.paged_messages
             for queue_id, n, size in conn.execute(
@@ -794,8 +814,14 @@ def _failed_in_pipeline(exc: BaseException) -> bool:
     check_epoch statement's failure (PostgreSQL's division_by_zero, 22012: nothing
     else the journal runs divides), or psycopg's PipelineAborted, which is what a
     statement queued after the failing one reports when its result is read first
-    (which of the two surfaces depends on when the answers arrive)."""
-    return getattr(exc, "sqlstate", None) == "22012" or isinstance(exc, psycopg.errors.PipelineAborted)
+    (which of the two surfaces depends on when the answers arrive). psycopg
+    is imported here, not at the top: an SQLite journal never loads it (a
+    fifth of the writer process's start-up)."""
+    if getattr(exc, "sqlstate", None) == "22012":
+        return True
+    import psycopg.errors
+
+    return isinstance(exc, psycopg.errors.PipelineAborted)
 
 
 def _by_queue(refs) -> dict[int, list[tuple[int]]]:

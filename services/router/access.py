@@ -24,7 +24,8 @@ Which permission each action needs:
   - creating an address: `create-address` on it; deleting one:
     `delete-address` on it (with force, its queues go with it: no queue
     permission is asked on top);
-  - browsing a queue's messages: `browse` on the queue's address;
+  - browsing a queue's messages (the console's BrowseMessages, and
+    BrowseQueue, the SDK's queue browser): `browse` on the queue's address;
   - purging, pausing and resuming a queue, and retrying a dead-letter
     queue's messages: `manage` on the queue's address (a retry sends each
     message back where it came from and asks no `send` there: that is where

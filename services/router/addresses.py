@@ -1,8 +1,9 @@
 """Addresses as the router holds them, and the checks on names and filters.
 
 An `Address` is the routing view of one address: its routing types and the
-queues bound to it, split by routing type (cached until the queues change,
-because routing reads the split for every message).
+queues bound to it — its own, and those of the wildcard addresses that match
+it (wildcard_routing.py) — split by routing type (cached until the queues
+change, because routing reads the split for every message).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def compile_filter(text: str) -> Selector | None:
 class Address:
     __slots__ = ("name", "routing_types", "queues", "auto_created", "round_robin", "_split",
                  "memory_bytes", "memory_messages", "messages_dropped", "max_bytes", "max_messages", "blocks", "refuses", "paging", "sole",
-                 "remote", "cluster_round_robin")
+                 "remote", "cluster_round_robin", "wildcard", "bound", "shares")
 
     def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
         self.name = name
@@ -67,7 +68,7 @@ class Address:
         self._split: tuple[tuple[Queue, ...], tuple[Queue, ...]] | None = None
         # Its only queue when it has one and that queue has no filter: every
         # message of that queue's routing type (or none) goes there, and the
-        # router skips the routing decision (Broker.route).
+        # router skips the routing decision (SendPipeline.route).
         self.sole: Queue | None = None
         # What its queues hold in memory (paging.py) and what DROP dropped.
         self.memory_bytes = 0
@@ -83,12 +84,19 @@ class Address:
         self.blocks = False
         self.refuses = False
         # Some queue of the address may have paged messages: new messages must
-        # look (Broker.stage). Cleared once a look finds none.
+        # look (SendPipeline.stage). Cleared once a look finds none.
         self.paging = True
         # Cluster connections: queue name -> that queue's members on other
         # nodes (cluster/bindings.py keeps it), and each group's round-robin position.
         self.remote = NO_GROUPS
         self.cluster_round_robin: dict[str, int] = {}
+        # Wildcard routing (wildcard_routing.py): this is a wildcard address (news.#), whose
+        # queues are bound to the concrete addresses it matches; or the queues of wildcard
+        # addresses bound to this one. Either way (`shares`) the queues a message goes
+        # to can belong to different addresses (SendPipeline.stage counts each on its own).
+        self.wildcard = False
+        self.bound: tuple[Queue, ...] = ()
+        self.shares = False
 
     def has(self, rt: int) -> bool:
         return bool(self.routing_types & RT_BIT[rt])
@@ -105,7 +113,17 @@ class Address:
     def _queues_changed(self) -> None:
         self._split = None
         only = next(iter(self.queues.values())) if len(self.queues) == 1 else None
-        self.sole = only if only is not None and only.selector is None and not self.remote else None
+        self.sole = only if only is not None and only.selector is None and not self.remote and not self.bound else None
+        self.shares = self.wildcard or bool(self.bound)
+
+    def mark_wildcard(self) -> None:
+        self.wildcard = True
+        self._queues_changed()
+
+    def set_bound(self, queues: tuple[Queue, ...]) -> None:
+        if queues != self.bound:
+            self.bound = queues
+            self._queues_changed()
 
     def set_remote(self, groups) -> None:
         self.remote = groups
@@ -114,7 +132,7 @@ class Address:
     def split(self) -> tuple[tuple[Queue, ...], tuple[Queue, ...]]:
         """(multicast queues, anycast queues), cached until the queues change."""
         if self._split is None:
-            qs = self.queues.values()
+            qs = (*self.queues.values(), *self.bound) if self.bound else self.queues.values()
             self._split = (
                 tuple(q for q in qs if q.routing_type == MULTICAST),
                 tuple(q for q in qs if q.routing_type == ANYCAST),

@@ -10,6 +10,15 @@ joining the queue. The in-memory part is taken in one synchronous step;
 the page is read after it from where the queue had read up to at that step,
 so a message read back in the meantime is not seen twice. Nothing here
 changes the queue.
+
+`browse` answers the console's numbered pages (offset, limit). `pages` is the
+SDK's queue browser (BrowseQueue): one pass over the queue, as a browse-only
+consumer makes in Artemis. It holds the references of the in-memory part taken
+in that one step (no copies: those messages are in memory anyway), then reads
+the paged part from the journal a page at a time, so a paged queue of any size
+is browsed in bounded memory. It leaves out the messages being delivered: the
+next consumer does not meet them (they come back, if at all, only once given
+back, as in Artemis, where a browser sees only the queue's own list).
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 # Paged messages read per ReadPage call while browsing or counting.
 PAGE_MESSAGES = 1000
+# A BrowseQueue page ends at this many bytes of messages, whatever its count.
+PAGE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +109,38 @@ async def browse(broker: Broker, q: Queue, offset: int, limit: int,
         if wanted is not None:
             total = seen
     return out, total
+
+
+async def scan(broker: Broker, q: Queue, wanted: Callable[[Ref], bool] | None) -> AsyncIterator[Browsed]:
+    """Every message of `q` the next consumer would meet that `wanted` takes
+    (None: all), in that order: the in-memory part as it stands now, then the
+    paged part, read from the journal as the iteration reaches it."""
+    page_cursor = q.page_cursor
+    has_page = q.paged_messages > 0
+    snapshot = [item for item in in_memory(q) if item.state != DELIVERING]
+    for item in snapshot:
+        if wanted is None or wanted(item.ref):
+            yield item
+    del snapshot
+    if has_page:
+        async for ref in paged(broker, q, page_cursor):
+            if wanted is None or wanted(ref):
+                yield Browsed(PAGED, ref)
+
+
+async def pages(broker: Broker, q: Queue, wanted: Callable[[Ref], bool] | None,
+                page_size: int) -> AsyncIterator[list[Browsed]]:
+    """`scan` in lists of at most `page_size` messages or about PAGE_BYTES."""
+    page: list[Browsed] = []
+    size = 0
+    async for item in scan(broker, q, wanted):
+        page.append(item)
+        size += item.ref.msg.size
+        if len(page) >= page_size or size >= PAGE_BYTES:
+            yield page
+            page, size = [], 0
+    if page:
+        yield page
 
 
 async def count(broker: Broker, q: Queue, wanted: Callable[[Ref], bool] | None) -> int:

@@ -45,6 +45,7 @@ class ServerConsumer:
         selector: Selector | None,
         filter_text: str,
         window_size: int,
+        priority: int = 0,
     ) -> None:
         self.target = target
         self.id = consumer_id
@@ -52,7 +53,14 @@ class ServerConsumer:
         self.selector = selector
         self.filter_text = filter_text
         self.window_size = window_size
+        # Consumer priority: the queue hands a message to its highest-priority
+        # consumers with credit first (a network subscription is below local
+        # consumers with decreaseNetworkConsumerPriority, services/router/network/).
+        self.priority = priority
         self.credits = window_size if window_size > 0 else 0
+        # On a non-destructive queue: the arrival number of the last message it
+        # was given; it reads on from there (services/router/queue_kinds.py).
+        self.cursor = 0
         self.delivering: dict[int, Ref] = {}
         self.pending: list[tuple[int, Ref]] = []
         self.messages_acknowledged = 0

@@ -18,26 +18,53 @@ atomically in the journal; the operator's moves and retries
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import messages_pb2 as mpb
 
+from .addresses import Address
+from .delivery import Delivery
+from .large_body import copy_body
 from .message import Ref, ServerMessage
 from .queue import Queue, now_ms
 from .routing import ANYCAST, routing_type_name
 
-if TYPE_CHECKING:
-    from .broker import Broker
+
+class QueueMaker(Protocol):
+    """What a redirect asks of the node (broker.py's Broker): its queues, and a new one."""
+
+    addresses: dict[str, Address]
+    queues: dict[str, Queue]
+
+    def create_queue(self, name: str, address: str, routing_type: int, filter_text: str = "", *,
+                     auto_created: bool = False) -> Queue: ...
 
 
-def ensure_target(broker: Broker, address: str) -> None:
+class Resending(Protocol):
+    """The two steps of the send pipeline (send_pipeline.py) a moved copy takes."""
+
+    def route(self, msg: ServerMessage, *, moved: bool = False) -> list[Queue]: ...
+
+    def stage(self, msg: ServerMessage, queues: list[Queue]) -> list[Ref]: ...
+
+
+class MovingNode(QueueMaker, Protocol):
+    """What moving a message asks of the node (broker.py's Broker)."""
+
+    delivery: Delivery
+    sender: Resending
+
+    def next_message_id(self) -> int: ...
+
+
+def ensure_target(broker: QueueMaker, address: str) -> None:
     addr = broker.addresses.get(address)
     if (addr is None or not addr.queues) and address not in broker.queues:
         broker.create_queue(address, address, ANYCAST, auto_created=False)
 
 
-def redirect_unroutable(broker: Broker, msg: ServerMessage, dead_letter_address: str) -> None:
+def redirect_unroutable(broker: QueueMaker, msg: ServerMessage, dead_letter_address: str) -> None:
     """Point a message nobody takes at the dead-letter address (routed again by
     the caller). Its routing type goes, as for a moved message: it reaches the
     dead-letter queues whatever it was sent as, and the dead-letter address
@@ -51,10 +78,10 @@ def redirect_unroutable(broker: Broker, msg: ServerMessage, dead_letter_address:
     ensure_target(broker, dead_letter_address)
 
 
-def move(broker: Broker, ref: Ref, target: str | None, kind: int) -> None:
+def move(broker: MovingNode, ref: Ref, target: str | None, kind: int) -> None:
     """Release `ref` with event `kind` and, when `target` is set, store a copy there."""
     if not target:
-        broker.release(ref, kind)
+        broker.delivery.release(ref, kind)
         return
     src = ref.msg
     copy = copy_message(broker, ref, target)
@@ -69,10 +96,10 @@ def move(broker: Broker, ref: Ref, target: str | None, kind: int) -> None:
     copy.expiration = 0
     moved = server_message(copy)
     ensure_target(broker, target)
-    broker.enqueue_when_stored(transfer(broker, ref, moved, broker.route(moved, moved=True), kind))
+    broker.delivery.enqueue_when_stored(transfer(broker, ref, moved, broker.sender.route(moved, moved=True), kind))
 
 
-def copy_message(broker: Broker, ref: Ref, address: str) -> mpb.Message:
+def copy_message(broker: MovingNode, ref: Ref, address: str) -> mpb.Message:
     """A copy of `ref`'s message for `address`, under a new message id and
     without a routing type (it reaches the queues it is sent to whatever it
     was sent as)."""
@@ -101,15 +128,15 @@ def server_message(copy: mpb.Message) -> ServerMessage:
     return ServerMessage(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
 
 
-def transfer(broker: Broker, ref: Ref, moved: ServerMessage, queues: list[Queue], kind: int) -> list[Ref]:
+def transfer(broker: MovingNode, ref: Ref, moved: ServerMessage, queues: list[Queue], kind: int) -> list[Ref]:
     """The one way a message changes queue on this node (dead letter, expiry,
     an operator's move or retry): its copy `moved` is staged for `queues` and
     `ref` released with event `kind`, in the same synchronous step, so both
     go into the same journal batch — one transaction: after a crash at any
     moment the message is in exactly one of the two places. Returns the
-    copy's references, to enqueue once stored (Broker.enqueue_when_stored)."""
+    copy's references, to enqueue once stored (Delivery.enqueue_when_stored)."""
     if moved.large:  # before the release, which may drop the body it shares
-        broker.copy_large_body(ref.msg, moved)
-    staged = broker.stage(moved, queues)
-    broker.release(ref, kind)
+        copy_body(broker, ref.msg, moved)
+    staged = broker.sender.stage(moved, queues)
+    broker.delivery.release(ref, kind)
     return staged

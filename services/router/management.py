@@ -12,6 +12,7 @@ import grpc
 
 from meshmq import __version__
 from meshmq.errors import BrokerError, abort_with
+from meshmq.link_kinds import ACCEPTED, CLUSTER, DIALED
 from meshmq.security.authentication import Authenticator
 from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
 from meshmq.v1 import management_pb2 as mgpb
@@ -23,6 +24,7 @@ from .access import access_for, log_refusal
 from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
 from .queue import Queue
+from .queue_kinds import resolve as resolve_kind
 from .temporary_queues import management_refusal
 from .client_topology import ClientTopology
 from .event_retention import EventLogStatus
@@ -33,6 +35,28 @@ _VIEW = ((Permission.VIEW, MANAGEMENT_ADDRESS),)
 # What lets a user manage another user's temporary queue (temporary_queues.py).
 _MANAGE = (Permission.MANAGE, MANAGEMENT_ADDRESS)
 DEFAULT_BODY_PREVIEW = 256
+
+
+def link_info(link) -> mgpb.BridgeInfo:
+    """A cluster bridge (cluster/bridge.py) or a network or tree link
+    (network/link.py) as GetClusterState lists it: what every link of the
+    bridge engine has (its kind, which end dialed, its counters), then what
+    only a network or tree link has (its role and the demand it carries)."""
+    sf = link._sf
+    info = mgpb.BridgeInfo(
+        cluster_connection=link.cc_name, endpoint=link.endpoint,
+        target_node_id=link.target_node_id, target_node_name=link.target_node_name,
+        state=link.state, problem=link.problem, routed=link.routed, forwarded=link.forwarded,
+        batches=link.batches, confirmed=link.confirmed, pending=link.pending, retries=link.retries,
+        store_and_forward_queue=sf.name if sf is not None else "", kind=link.kind,
+        direction=DIALED if link.dialer else ACCEPTED, demand_received=link.demand_received,
+    )
+    if link.kind != CLUSTER:
+        info.duplex = link.duplex
+        info.role = link.role
+        info.demand_sent = link.demand_sent
+        info.subscriptions = len(link.subscriptions)
+    return info
 
 
 def address_info(a: Address) -> mgpb.AddressInfo:
@@ -48,11 +72,12 @@ def address_info(a: Address) -> mgpb.AddressInfo:
     )
 
 
-def browsed_message(item: browsing.Browsed, preview: int) -> mgpb.BrowsedMessage:
+def browsed_message(item: browsing.Browsed, preview: int | None = None) -> mgpb.BrowsedMessage:
+    """`item` as the wire shows it, its body cut to `preview` bytes (None: whole)."""
     src = item.ref.msg.proto
     m = mpb.Message()
     m.CopyFrom(src)
-    if len(m.body) > preview:
+    if preview is not None and len(m.body) > preview:
         m.body = m.body[:preview]
     return mgpb.BrowsedMessage(
         message=m, state=item.state, delivery_count=item.ref.delivery_count,
@@ -93,6 +118,9 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
         paged_bytes=q.paged_bytes,
         scheduled_count=q.scheduled_count,
         paused=q.paused,
+        last_value_key=q.attributes.last_value_key or "",
+        non_destructive=q.attributes.non_destructive,
+        exclusive=q.attributes.exclusive,
     )
 
 
@@ -141,12 +169,15 @@ class ManagementServicer(mggrpc.ManagementServicer):
             await abort_with(context, exc)
 
     async def _guard_stream(self, context: grpc.aio.ServicerContext, fn: Callable[[], AsyncIterator],
-                            needed: Callable[[], Iterable[tuple[Permission, str]]], queue: str = ""):
-        """`_guard` for a streamed answer: each item `fn()` yields, converted by `progress`."""
+                            needed: Callable[[], Iterable[tuple[Permission, str]]], queue: str = "",
+                            convert: Callable | None = None):
+        """`_guard` for a streamed answer: each item `fn()` yields, converted by
+        `convert` (`progress` unless given)."""
+        convert = convert or progress
         try:
             self._check(context, needed, queue)
             async for item in fn():
-                yield progress(item)
+                yield convert(item)
         except BrokerError as exc:
             await abort_with(context, exc)
 
@@ -168,8 +199,8 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 event_retention=self._event_log.retention_ms,
                 events_kept_from=self._event_log.kept_from,
                 events_pruned=self._event_log.pruned,
-                global_max_size=b.global_max_size,
-                memory_bytes=max(0, b.memory_bytes),
+                global_max_size=b.memory.global_max_size,
+                memory_bytes=max(0, b.memory.bytes),
             ),
             lambda: (),  # every client asks at first contact (access.py)
         )
@@ -194,15 +225,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
         def run():
             b = self.broker
             state = mgpb.ClusterState(node_id=b.node_id, node_name=b.name)
-            for bridge in sorted(self.bridges(), key=lambda x: x.name):
-                sf = bridge._sf
-                state.bridges.add(
-                    cluster_connection=bridge.cc_name, endpoint=bridge.endpoint,
-                    target_node_id=bridge.target_node_id, target_node_name=bridge.target_node_name,
-                    state=bridge.state, problem=bridge.problem, routed=bridge.routed, forwarded=bridge.forwarded,
-                    batches=bridge.batches, confirmed=bridge.confirmed, pending=bridge.pending, retries=bridge.retries,
-                    store_and_forward_queue=sf.name if sf is not None else "",
-                )
+            state.bridges.extend(link_info(link) for link in sorted(self.bridges(), key=lambda x: x.name))
             for rb in sorted(b.remote.all(), key=lambda r: (r.address, r.queue, r.node_name)):
                 state.remote_bindings.add(
                     node_id=rb.node_id, node_name=rb.node_name, queue=rb.queue, address=rb.address,
@@ -238,12 +261,21 @@ class ManagementServicer(mggrpc.ManagementServicer):
         def run():
             not_internal("queue", request.name)
             not_internal("address", request.address)
+            address = request.address or request.name
+            attributes = resolve_kind(
+                self.broker.settings(address),
+                request.last_value_key if request.HasField("last_value_key") else None,
+                request.last_value if request.HasField("last_value") else None,
+                request.non_destructive if request.HasField("non_destructive") else None,
+                request.exclusive if request.HasField("exclusive") else None,
+            )
             q = self.broker.create_queue(
                 request.name,
-                request.address or request.name,
+                address,
                 request.routing_type or 1,
                 request.filter,
                 durable=request.durable,
+                attributes=attributes,
             )
             return queue_info(q)
 
@@ -313,6 +345,23 @@ class ManagementServicer(mggrpc.ManagementServicer):
         return await self._guard(
             context, run, lambda: [(Permission.BROWSE, self.broker.get_queue(request.queue).address)], request.queue
         )
+
+    async def BrowseQueue(self, request, context):
+        def run():
+            q = self.broker.get_queue(request.queue)
+            selector = compile_filter(request.filter)
+            wanted = None if selector is None else (lambda ref: selector.matches(ref.msg.lookup))
+            size = min(request.page_size or browsing.DEFAULT_LIMIT, browsing.MAX_LIMIT)
+            return browsing.pages(self.broker, q, wanted, size)
+
+        def page(items: list[browsing.Browsed]) -> mgpb.BrowsePage:
+            return mgpb.BrowsePage(messages=[browsed_message(i) for i in items])
+
+        async for item in self._guard_stream(
+            context, run, lambda: [(Permission.BROWSE, self.broker.get_queue(request.queue).address)], request.queue,
+            page,
+        ):
+            yield item
 
     async def MoveMessages(self, request, context):
         def needed():

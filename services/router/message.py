@@ -11,6 +11,8 @@ from __future__ import annotations
 from meshmq.properties import PropertyValue, value_of
 from meshmq.v1 import messages_pb2 as mpb
 
+from .scheduled import deliver_at
+
 
 class ServerMessage:
     __slots__ = (
@@ -30,10 +32,11 @@ class ServerMessage:
         "chunks",
         "forwards",
         "origin",
+        "deliver_at",
         "_props",
     )
 
-    def __init__(self, proto: mpb.Message, size: int) -> None:
+    def __init__(self, proto: mpb.Message, size: int, scheduled_at: int | None = None) -> None:
         self.proto = proto
         self.id: int = proto.message_id
         self.address: str = proto.address
@@ -57,15 +60,25 @@ class ServerMessage:
         # written on its ENQUEUED events so analytics can follow it across nodes.
         self.origin: tuple[str, int] | None = None
         # Set by cluster routing: the links that get a copy, each with the
-        # bindings ("node_id/queue") it was routed to there (Broker.stage copies it).
+        # bindings ("node_id/queue") it was routed to there (SendPipeline.stage copies it).
         self.forwards: dict | None = None
         self._props: dict[str, PropertyValue | None] | None = None
+        # Not to be delivered before this time, ms since the epoch; 0: at once
+        # (scheduled.py). Given by a caller that knows it (a client's send, a
+        # copy), read from the properties otherwise (a stored or forwarded message).
+        if scheduled_at is None:
+            props = proto.properties
+            scheduled_at = deliver_at(props) if props else 0
+        self.deliver_at: int = scheduled_at
 
     def lookup(self, name: str) -> PropertyValue | None:
         """Selector identifier lookup: header fields first, then properties."""
         header = _HEADERS.get(name)
         if header is not None:
             return header(self)
+        return self.property_value(name)
+
+    def property_value(self, name: str) -> PropertyValue | None:
         props = self._props
         if props is None:
             props = self._props = {k: value_of(v) for k, v in self.proto.properties.items()}
@@ -74,6 +87,19 @@ class ServerMessage:
 
 def _durable_word(m: ServerMessage, yes: str, no: str) -> str:
     return yes if m.durable else no
+
+
+def _field(name: str, field: str):
+    """A request-reply or group header: the message's field, or, when the field
+    is unset, the property `name` that Artemis's core protocol carries it in
+    (`JMSCorrelationID`, `JMSType`, `JMSReplyTo`, `_AMQ_GROUP_ID`,
+    `_AMQ_GROUP_SEQUENCE`), so a client that sends the header as a property
+    is selected the same way."""
+
+    def look(m: ServerMessage) -> PropertyValue | None:
+        return getattr(m.proto, field) or m.property_value(name)
+
+    return look
 
 
 _HEADERS = {
@@ -89,6 +115,13 @@ _HEADERS = {
     "AMQUserID": lambda m: m.proto.user_id or None,
     "AMQAddress": lambda m: m.address,
     "JMSMessageID": lambda m: f"ID:{m.proto.node_id}:{m.id}",
+    "JMSCorrelationID": _field("JMSCorrelationID", "correlation_id"),
+    "JMSType": _field("JMSType", "type"),
+    "JMSReplyTo": _field("JMSReplyTo", "reply_to"),
+    "JMSXGroupID": _field("_AMQ_GROUP_ID", "group_id"),
+    "_AMQ_GROUP_ID": _field("_AMQ_GROUP_ID", "group_id"),
+    "JMSXGroupSeq": _field("_AMQ_GROUP_SEQUENCE", "group_seq"),
+    "_AMQ_GROUP_SEQUENCE": _field("_AMQ_GROUP_SEQUENCE", "group_seq"),
 }
 
 

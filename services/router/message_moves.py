@@ -211,7 +211,7 @@ def _send_to_address(broker: Broker, ref: Ref, where: RetryTarget):
         return None, None, Outcome(ref.msg.id, KEPT, address, reason=reason, detail=detail)
 
     try:
-        queues = broker.route(moved, moved=True)
+        queues = broker.sender.route(moved, moved=True)
     except BrokerError as exc:
         return kept(exc.reason.value, f"its queue {_text(ref.msg.proto.properties, '_AMQ_ORIG_QUEUE') or '?'!r} "
                                       f"is gone and it cannot be sent to its address{as_type}: {exc.message}")
@@ -280,8 +280,8 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
             for ref in reversed(back):  # back in its place
                 source.add_back(ref)
             if back:
-                broker.schedule_dispatch(source)
-            broker.enqueue_when_stored(staged)
+                broker.delivery.schedule_dispatch(source)
+            broker.delivery.enqueue_when_stored(staged)
         resp = await asyncio.shield(broker.stored())  # (a cancelled call must not cancel the shared commit)
         if not resp.ok:
             raise BrokerError(Reason.STORE_UNAVAILABLE, f"the journal refused a batch of the move: {resp.message}")
@@ -292,8 +292,8 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
 async def _page_in(broker: Broker, q: Queue) -> bool:
     """Read `q`'s next page into memory so the operation can go on; False when
     there is none, or when its address is full (the page would not fit)."""
-    if not q.paged_messages or q.deleted or (q.home is not None and broker.full(q.home)):
+    if not q.paged_messages or q.deleted or (q.home is not None and broker.memory.full(q.home)):
         return False
     before = q.paged_messages
-    await asyncio.shield(broker.page_in(q))
+    await asyncio.shield(broker.delivery.page_in(q))
     return q.paged_messages < before

@@ -10,8 +10,10 @@ addresses and bridges.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from meshmq.link_kinds import ACCEPTED, CLUSTER, DIALED
 from meshmq.metrics import Families
 
 from .cluster.bridge import CONNECTED
@@ -21,8 +23,10 @@ if TYPE_CHECKING:
 
 # (metric, help, how to read it from a Queue)
 _QUEUE_GAUGES = (
-    ("meshmq_queue_messages", "Messages the queue holds: waiting (in memory or paged), delivering, and in a "
-     "redelivery delay (Artemis's MessageCount).", lambda q: q.message_count),
+    ("meshmq_queue_messages", "Messages the queue holds: waiting (in memory or paged), delivering, and "
+     "scheduled (Artemis's MessageCount).", lambda q: q.message_count),
+    ("meshmq_queue_scheduled_messages", "Of the queue's messages, those not yet due: scheduled for a later "
+     "delivery or in a redelivery delay (Artemis's ScheduledCount).", lambda q: q.scheduled_count),
     ("meshmq_queue_delivering_messages", "Messages handed to consumers and not yet acknowledged.",
      lambda q: q.delivering),
     ("meshmq_queue_paged_messages", "Messages of the queue in the store only (paged), read back as it drains.",
@@ -38,6 +42,9 @@ _QUEUE_COUNTERS = (
     ("meshmq_queue_messages_expired_total", "Messages that expired in the queue.", lambda q: q.messages_expired),
     ("meshmq_queue_messages_killed_total", "Messages removed from the queue after max-delivery-attempts "
      "(dead-lettered, or dropped without a dead-letter address).", lambda q: q.messages_killed),
+    ("meshmq_queue_slow_consumers_total", "Times a consumer of the queue acknowledged below its "
+     "slow-consumer-threshold (closed with slow-consumer-policy KILL, logged with NOTIFY).",
+     lambda q: q.slow_consumers),
 )
 
 
@@ -47,9 +54,9 @@ def fill(node: RouterNode, fam: Families) -> None:
     fam.gauge("meshmq_router_epoch", "The activation epoch the router writes its journal at (fencing).", b.epoch)
     fam.gauge("meshmq_router_sessions", "Client sessions open on the router.", len(node.sessions.sessions))
     fam.gauge("meshmq_router_memory_bytes", "Bytes of messages the router holds in memory (all addresses).",
-              b.memory_bytes)
+              b.memory.bytes)
     fam.gauge("meshmq_router_memory_limit_bytes", "global-max-size in bytes: past it every address applies its "
-              "address-full-policy.", b.global_max_size)
+              "address-full-policy.", b.memory.global_max_size)
     for name, doc, read in _QUEUE_GAUGES + _QUEUE_COUNTERS:
         kind = fam.counter if name.endswith("_total") else fam.gauge
         for q in b.queues.values():
@@ -63,6 +70,7 @@ def fill(node: RouterNode, fam: Families) -> None:
                     "(address-full-policy DROP).", a.messages_dropped, address=a.name)
     _logins(node, fam)
     _bridges(node, fam)
+    link_metrics([*node.cluster.bridges.values(), *node.network.links.values()], fam)
     batcher = b.batcher
     if batcher is not None:
         fam.counter("meshmq_journal_appends_total", "Group-commit appends the router's journal answered.",
@@ -90,7 +98,9 @@ def _logins(node: RouterNode, fam: Families) -> None:
 
 
 def _bridges(node: RouterNode, fam: Families) -> None:
-    """Cluster bridges (cluster connections), by cluster connection and the endpoint they link to."""
+    """Cluster bridges (cluster connections), by cluster connection and the
+    endpoint they link to; kept as they were for the dashboards that read
+    them (meshmq_link_* is the general family, every kind of link)."""
     for bridge in node.cluster.bridges.values():
         labels = {"cluster_connection": bridge.cc_name, "endpoint": bridge.endpoint}
         fam.gauge("meshmq_bridge_connected", "1 while the bridge's link to the other node is up.",
@@ -107,6 +117,48 @@ def _bridges(node: RouterNode, fam: Families) -> None:
                   "queue, or forwarded and not yet confirmed.", bridge.pending,
                   **labels)
         fam.counter("meshmq_bridge_retries_total", "Times the bridge tried to reconnect.", bridge.retries, **labels)
+
+
+# (metric, help, how to read it from any link of the bridge engine)
+_LINK_SERIES = (
+    ("meshmq_link_connected", "1 while the link to the other node is up.",
+     lambda link: int(link.state == CONNECTED)),
+    ("meshmq_link_messages_routed_total", "Messages routed (or, on a network or tree link, moved by its "
+     "network subscriptions) into the link's store-and-forward queue.", lambda link: link.routed),
+    ("meshmq_link_messages_forwarded_total", "Messages the link sent to the other node.",
+     lambda link: link.forwarded),
+    ("meshmq_link_batches_total", "ForwardBatch frames the link sent (messages forwarded per batch: "
+     "forwarded / batches).", lambda link: link.batches),
+    ("meshmq_link_messages_confirmed_total", "Forwarded messages the other node confirmed (stored there).",
+     lambda link: link.confirmed),
+    ("meshmq_link_pending_messages", "Messages waiting in the link's store-and-forward queue, or forwarded "
+     "and not yet confirmed.", lambda link: link.pending),
+    ("meshmq_link_retries_total", "Times the link was dialed again after it failed or broke.",
+     lambda link: link.retries),
+)
+# Network and tree links only: the demand they carry.
+_DEMAND_SERIES = (
+    ("meshmq_link_demand_sent_total", "Demand updates sent to the other node (what this side's consumers, and "
+     "the demand it passes on, want).", lambda link: link.demand_sent),
+    ("meshmq_link_demand_received_total", "Demand updates received from the other node.",
+     lambda link: link.demand_received),
+    ("meshmq_link_subscriptions", "Network subscriptions held for the other node's demand.",
+     lambda link: len(link.subscriptions)),
+)
+
+
+def link_metrics(links: Iterable, fam: Families) -> None:
+    """Every link of the bridge engine — cluster bridges, network-connector and
+    tree links — by `kind` (cluster, network, tree), the cluster connection or
+    connector it belongs to, which end dialed it and its name on this node
+    (stable across reconnects). The general family: meshmq_bridge_* stays
+    as it was, for cluster bridges (dashboards read it)."""
+    for link in links:
+        labels = {"kind": link.kind, "connection": link.cc_name,
+                  "direction": DIALED if link.dialer else ACCEPTED, "link": link.name}
+        for name, doc, read in _LINK_SERIES + (() if link.kind == CLUSTER else _DEMAND_SERIES):
+            kind = fam.counter if name.endswith("_total") else fam.gauge
+            kind(name, doc, read(link), **labels)
 
 
 def fill_passive(fam: Families) -> None:

@@ -7,7 +7,7 @@ that is its send window (a producer waits while its unconfirmed bytes reach
 the smaller of confirmationWindowSize and producerWindowSize, meshmq/client/
 producer.py), and the router's side is this: a batch for a blocked address
 is held, unconfirmed, in arrival order with the producer's later batches,
-until the address has room again (Broker.wait_for_room). So a blocked
+until the address has room again (MemoryUse.wait_for_room). So a blocked
 producer's `send()` waits, and nothing it sent is lost or reordered.
 
 The router trusts no client to respect its window: it holds at most the

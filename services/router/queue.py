@@ -21,9 +21,10 @@ import asyncio
 import heapq
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from meshmq.v1 import messages_pb2 as mpb
 
@@ -31,13 +32,52 @@ from .message import Ref
 
 if TYPE_CHECKING:
     from .temporary_queues import Owner
-    from .consumer import ServerConsumer
     from meshmq.selector import Selector
 
+
+class ServerConsumer(Protocol):
+    """What a queue asks of its consumers (services/router/consumer.py is the
+    one kind there is; it names its queue, so the queue knows it only by this)."""
+
+    selector: Selector | None
+    ready: bool
+    closed: bool
+    delivering: dict
+    priority: int
+    cursor: int
+
+    def deliver(self, ref: Ref) -> None: ...
+
+@dataclass(frozen=True, slots=True)
+class QueueAttributes:
+    """A queue's kind, as Artemis's queue attributes name it (None / False:
+    ordinary in that respect); queue_kinds.py gives a queue its behaviour."""
+
+    last_value_key: str | None = None
+    non_destructive: bool = False
+    exclusive: bool = False
+
+    @property
+    def ordinary(self) -> bool:
+        return self.last_value_key is None and not self.non_destructive and not self.exclusive
+
+    def describe(self) -> str:
+        """For the log: "last-value-key=k, non-destructive, exclusive"."""
+        words = [f"last-value-key={self.last_value_key}"] if self.last_value_key is not None else []
+        return ", ".join(words + [w for w, on in (("non-destructive", self.non_destructive),
+                                                  ("exclusive", self.exclusive)) if on])
+
+
+ORDINARY = QueueAttributes()
+
 PRIORITIES = 10
-_NO_CREDIT = object()
+NO_CREDIT = object()
 _PARK = object()
 _SEQ = attrgetter("seq")
+
+
+def _no_replacement(ref: Ref) -> None:
+    raise RuntimeError(f"queue {ref.queue.name}: a last-value replacement with nowhere to release it")
 
 
 def now_ms() -> int:
@@ -70,6 +110,12 @@ class Queue:
         # The session a temporary queue belongs to (temporary_queues.py); None for every other queue.
         self.owner = owner
         self.auto_created = auto_created
+        # Last-value, non-destructive, exclusive (queue_kinds.install sets them
+        # and the methods they change); delivery.py asks `non_destructive` on an ack.
+        self.attributes = ORDINARY
+        self.non_destructive = False
+        # A last-value queue's replaced message leaves with this (the broker's release, REMOVED).
+        self.replaced: Callable[[Ref], None] = _no_replacement
         self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
         # Waiting messages no attached consumer accepts, per priority, in arrival order.
         self._parked: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
@@ -78,8 +124,8 @@ class Queue:
         # References routed here whose journal commit is still in flight: on
         # their way in, so the queue is not empty (it may not be auto-deleted).
         self.incoming = 0
-        # References waiting out a redelivery-delay, with their timers. They
-        # belong to the queue: counted, purged, deleted with it.
+        # References waiting out a redelivery-delay or their scheduled time,
+        # with their timers. They belong to the queue: counted, purged, deleted with it.
         self.delayed: dict[Ref, asyncio.TimerHandle] = {}
         # Paging (services/router/paging.py): messages in the store only, read back
         # in id order after `page_cursor` as the queue drains; `paging_in` are on
@@ -89,7 +135,7 @@ class Queue:
         self.paging_in = 0
         self.page_cursor = 0
         self.depaging = False
-        # The task reading its next page while `depaging` (Broker.page_in).
+        # The task reading its next page while `depaging` (Delivery.page_in).
         self.page_reader: asyncio.Task | None = None
         # Paused by management (Artemis pause()): it still receives messages but
         # the broker dispatches none until resumed. Not persisted: a restart resumes.
@@ -98,6 +144,10 @@ class Queue:
         # Its Address (set when bound to it): memory is counted there (paging.py).
         self.home = None
         self._rr = 0
+        # Consumers of more than one priority have joined: pick by priority (kept
+        # sorted highest first), round robin within each (`_rr_at`, by priority).
+        self._mixed_priorities = False
+        self._rr_at: dict[int, int] = {}
         self.deleted = False
         self.deleting = False  # Broker.delete_queue is closing its consumers
         # Counters, as Artemis's queue control reports them.
@@ -106,18 +156,20 @@ class Queue:
         self.messages_acknowledged = 0
         self.messages_expired = 0
         self.messages_killed = 0
+        # Consumers found below slow-consumer-threshold (slow_consumers.py), whatever the policy did.
+        self.slow_consumers = 0
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r} on {self.address!r}, waiting={self.waiting})"
 
     @property
     def message_count(self) -> int:
-        """Messages the queue holds: waiting (in memory or paged), delivering, and in a redelivery delay."""
+        """Messages the queue holds: waiting (in memory or paged), delivering, and scheduled."""
         return self.waiting + self.delivering + len(self.delayed) + self.paged_messages
 
     @property
     def scheduled_count(self) -> int:
-        """Of message_count, those in a redelivery delay (Artemis's ScheduledCount)."""
+        """Of message_count, those not yet due: scheduled or in a redelivery delay (Artemis's ScheduledCount)."""
         return len(self.delayed)
 
     @property
@@ -145,6 +197,15 @@ class Queue:
         self.waiting += 1
         self.messages_added += 1
 
+    def add_scheduled(self, ref: Ref, timer: asyncio.TimerHandle) -> None:
+        """A scheduled message arrives (services/router/scheduled.py): numbered
+        and counted as added now, held with its timer among the delayed
+        references until its time, then `add_back` puts it at the head."""
+        ref.seq = self._next_seq
+        self._next_seq += 1
+        self.messages_added += 1
+        self.delayed[ref] = timer
+
     def add_back(self, ref: Ref) -> None:
         """A cancelled delivery goes back to the head of its priority (Artemis does the same)."""
         self._buckets[ref.msg.priority].appendleft(ref)
@@ -155,19 +216,56 @@ class Queue:
         return any(c.selector is None or c.selector.matches(msg.lookup) for c in self.consumers)
 
     def add_consumer(self, consumer: ServerConsumer) -> None:
-        self.consumers.append(consumer)
-        self._unpark()
+        consumers = self.consumers
+        if consumers and consumer.priority != consumers[0].priority:
+            self._mixed_priorities = True
+        # After every consumer of its priority or higher: the list stays highest first.
+        at = len(consumers)
+        while at and consumers[at - 1].priority < consumer.priority:
+            at -= 1
+        consumers.insert(at, consumer)
+        self.unpark()
 
-    def _unpark(self) -> None:
+    def unpark(self) -> None:
         """Parked messages go back to their places (a new consumer may accept them)."""
         for p, parked in enumerate(self._parked):
             if parked:
                 self._buckets[p] = deque(heapq.merge(parked, self._buckets[p], key=_SEQ))
                 parked.clear()
 
+    def remove_ref(self, ref: Ref) -> bool:
+        """Take `ref` out of the waiting messages if it is there (not being
+        delivered): a last-value queue's replaced message (queue_kinds.py)."""
+        p = ref.msg.priority
+        for refs in (self._buckets[p], self._parked[p]):
+            try:
+                refs.remove(ref)
+            except ValueError:
+                continue
+            self.waiting -= 1
+            return True
+        return False
+
+    def waiting_after(self, seq: int) -> Iterator[Ref]:
+        """The waiting messages that arrived after arrival number `seq`, in
+        arrival order (a non-destructive queue's consumer reads from its
+        cursor, queue_kinds.py). Each list is in arrival order, so the newer
+        ones are at its tail: this costs what is new, not the backlog."""
+        newer = []
+        for refs in (*self._buckets, *self._parked):
+            tail = []
+            for ref in reversed(refs):
+                if ref.seq <= seq:
+                    break
+                tail.append(ref)
+            if tail:
+                tail.reverse()
+                newer.append(tail)
+        return heapq.merge(*newer, key=_SEQ) if len(newer) > 1 else iter(newer[0] if newer else ())
+
     def take_all(self) -> list[Ref]:
         """Every waiting and delayed reference, taken out (purge, delete)."""
-        self._unpark()
+        self.unpark()
         refs = [r for b in self._buckets for r in b]
         for b in self._buckets:
             b.clear()
@@ -218,7 +316,11 @@ class Queue:
         return taken
 
     def delivering_refs(self) -> list[Ref]:
-        """What its consumers are delivering (unacknowledged), in arrival order."""
+        """What its consumers are delivering (unacknowledged), in arrival order;
+        none for a non-destructive queue, whose deliveries are copies of
+        messages still waiting (queue_kinds.py)."""
+        if self.non_destructive:
+            return []
         return sorted((r for c in self.consumers for r in c.delivering.values()), key=_SEQ)
 
     def iter_waiting(self):
@@ -292,8 +394,8 @@ class Queue:
                     self.waiting -= 1
                     expire(ref)
                     continue
-                consumer = self._pick(ref)
-                if consumer is _NO_CREDIT:
+                consumer = self.pick(ref)
+                if consumer is NO_CREDIT:
                     self._put_back(skipped)
                     return parked
                 bucket.popleft()
@@ -316,7 +418,9 @@ class Queue:
         for ref in reversed(skipped):
             self._buckets[ref.msg.priority].appendleft(ref)
 
-    def _pick(self, ref: Ref):
+    def pick(self, ref: Ref):
+        """The consumer `ref` goes to, or NO_CREDIT, None (skip it) or _PARK
+        (an exclusive queue has its own, queue_kinds.py)."""
         consumers = self.consumers
         n = len(consumers)
         if n == 1:  # the common case, without the round robin's arithmetic
@@ -324,6 +428,8 @@ class Queue:
             if c.ready and c.selector is None:
                 self._rr = 0  # as the loop below leaves it with one consumer
                 return c
+        if self._mixed_priorities:
+            return self._pick_by_priority(ref)
         any_credit = False
         for i in range(n):
             idx = (self._rr + i) % n
@@ -334,11 +440,43 @@ class Queue:
             if c.selector is None or c.selector.matches(ref.msg.lookup):
                 self._rr = (idx + 1) % n
                 return c
+        return self._no_taker(ref, any_credit)
+
+    def _pick_by_priority(self, ref: Ref):
+        """The highest-priority consumer with credit that takes `ref`, round
+        robin among those of one priority: a lower priority gets a message only
+        while every higher one that would take it has no credit."""
+        consumers = self.consumers
+        any_credit = False
+        start = 0
+        n = len(consumers)
+        while start < n:
+            priority = consumers[start].priority
+            end = start
+            while end < n and consumers[end].priority == priority:
+                end += 1
+            size = end - start
+            rr = self._rr_at.get(priority, 0)
+            for i in range(size):
+                idx = start + (rr + i) % size
+                c = consumers[idx]
+                if not c.ready:
+                    continue
+                any_credit = True
+                if c.selector is None or c.selector.matches(ref.msg.lookup):
+                    self._rr_at[priority] = (idx - start + 1) % size
+                    return c
+            start = end
+        return self._no_taker(ref, any_credit)
+
+    def _no_taker(self, ref: Ref, any_credit: bool):
+        """No consumer with credit takes `ref`: stop (none has credit), skip it,
+        or park it."""
         if not any_credit:
-            return _NO_CREDIT
+            return NO_CREDIT
         # No consumer with credit takes it: it waits for one without credit that
         # would, or, if there is none, is parked until another consumer attaches.
-        for c in consumers:
+        for c in self.consumers:
             if not c.ready and not c.closed and (c.selector is None or c.selector.matches(ref.msg.lookup)):
                 return None
         return _PARK

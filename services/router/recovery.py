@@ -4,7 +4,9 @@
 duplicate ids, messages with their queue references) and returns the state
 as router objects; the broker installs it before it accepts any client. Queue
 references are added in message-id order, which is arrival order, so every
-queue comes back in the order it had.
+queue comes back in the order it had. A scheduled message whose time has
+not come is set aside (`scheduled`) to wait for it again: the time is a
+property of the stored message, so it is the original one.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from meshmq.journal_client import JournalAPI
 
 from .addresses import Address, compile_filter
 from .message import Ref, ServerMessage
-from .queue import Queue
+from .queue import Queue, QueueAttributes, now_ms
+from .queue_kinds import install
 from .routing import RT_BIT
+from .scheduled import held_by
 
 
 @dataclass
@@ -31,10 +35,17 @@ class RecoveredState:
     next_message_id: int = 1
     messages: int = 0
     paged: int = 0
+    # Last-value queues' older messages of a key, replaced as the stored ones
+    # were added back in order: the broker releases them once it can write.
+    replaced: list[Ref] = field(default_factory=list)
+    # References of scheduled messages not yet due, in no queue yet: the broker
+    # holds them until their time (Delivery.hold_until).
+    scheduled: list[Ref] = field(default_factory=list)
 
 
 async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> RecoveredState:
     state = RecoveredState(next_message_id=next_message_id)
+    now = now_ms()
     by_queue_id: dict[int, Queue] = {}
     pending: dict[int, ServerMessage] = {}
     paged: list[jpb.PagedQueue] = []
@@ -47,6 +58,10 @@ async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> R
                 qr.queue_id, qr.name, qr.address, qr.routing_type, qr.filter, compile_filter(qr.filter),
                 durable=True, auto_created=qr.auto_created,
             )
+            attributes = QueueAttributes(qr.last_value_key or None, qr.non_destructive, qr.exclusive)
+            if not attributes.ordinary:
+                q.replaced = state.replaced.append
+                install(q, attributes)
             addr = state.addresses.get(qr.address)
             if addr is None:
                 addr = state.addresses[qr.address] = Address(qr.address, RT_BIT[qr.routing_type], True)
@@ -74,7 +89,11 @@ async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> R
             if q is None or msg is None:
                 continue
             msg.refs += 1
-            q.add(Ref(msg, q, delivery_count, persisted=True))
+            ref = Ref(msg, q, delivery_count, persisted=True)
+            if msg.deliver_at and msg.deliver_at > now and held_by(q.name):
+                state.scheduled.append(ref)
+            else:
+                q.add(ref)
         state.messages += len(page.messages)
     for pq in paged:  # not loaded: each queue reads its page back from the start as it drains
         q = by_queue_id.get(pq.queue_id)

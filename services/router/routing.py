@@ -2,11 +2,11 @@
 
 `decide(msg, address, settings, ...)` looks at the message's address and
 routing type, the address's bindings and its address settings, and says what
-must happen — nothing more: it changes nothing and does no I/O. The router
-(`Broker.route`) carries the decision out: it creates the address or the
-auto-created queue the decision asks for, or redirects an unroutable message
-to the dead-letter address, and decides again; those are separate steps
-(`Broker.ensure_address`, `Broker.create_queue`, `dead_letter.redirect_unroutable`).
+must happen — nothing more: it changes nothing and does no I/O. The send
+pipeline (`SendPipeline.route`, send_pipeline.py) carries the decision out:
+it creates the address or the auto-created queue the decision asks for, or
+redirects an unroutable message to the dead-letter address, and decides
+again; those are separate steps (`Broker.ensure_address`, `Broker.create_queue`, `dead_letter.redirect_unroutable`).
 
 A binding is anything a message can be routed to: a local queue, or a queue
 on another node behind a cluster bridge (services/router/cluster/bindings.py).
@@ -34,6 +34,10 @@ from meshmq.v1 import messages_pb2 as mpb
 ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
 # An address's routing types as a bit set.
 RT_BIT = {ANYCAST: 1, MULTICAST: 2}
+# On a forwarded copy: the bindings on the other side it goes to (ROUTE_SEP between them), which the
+# source chose when balancing (cluster/bridge.py sends them as ForwardMessage.route_to).
+ROUTE_TO = "_MQ_ROUTE_TO"
+ROUTE_SEP = "\x1e"
 RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
 
 

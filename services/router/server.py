@@ -11,10 +11,12 @@ from collections.abc import Sequence
 import grpc
 
 from meshmq import __version__
+from meshmq.activation import EpochGrant, local_grant
 from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.config.defaults import effective_global_max_size
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
+from meshmq.hosted import HostedService, NodeFacts
 from meshmq.journal_client import JournalAPI
 from meshmq.security.authentication import Authenticator
 from meshmq.security.authorization import Authorizer
@@ -27,13 +29,17 @@ from meshmq.v1 import broker_pb2_grpc as bgrpc
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import management_pb2 as mgpb
 
+from .queue_kinds import resolve as resolve_kind
 from .access import access_for
 from .broker import Broker
-from .cluster.link_service import BackupRequests, ClusterServicer
+from .cluster.link_identity import link_identity
+from .cluster.link_service import ClusterServicer
 from .cluster.manager import ClusterConnections
 from .cluster.scale_down import choose_target, scale_down
+from .network.connectors import NetworkConnectors
 from .event_retention import EventLogStatus, EventRetention
 from .management import ManagementServicer
+from .slow_consumers import SlowConsumerReaper
 from .memory_release import MemoryRelease
 from .requests import InvalidCommand, open_session, session_command
 from .routing import ANYCAST, MULTICAST
@@ -116,8 +122,8 @@ class BrokerServicer(bgrpc.BrokerServicer):
 # links, quorum votes and what classic replication asks the lives, a colocated live's backup
 # request, and a backup's replication stream. All are checked by one ClusterIdentityCheck before
 # they run, so a refused caller gets UNAUTHENTICATED (never INTERNAL) and the log one line per 10 s.
-QUORUM_METHODS = ("/meshmq.v1.Cluster/Vote", "/meshmq.v1.Cluster/ForgetCopy", "/meshmq.v1.Cluster/Members",
-                  "/meshmq.v1.Cluster/RequestBackup")
+QUORUM_METHODS = ("/meshmq.v1.QuorumVotes/Vote", "/meshmq.v1.QuorumVotes/ForgetCopy",
+                  "/meshmq.v1.QuorumVotes/Members", "/meshmq.v1.BackupHosting/RequestBackup")
 # The challenge is how a caller proves itself without a user (meshmq/security/cluster_proof.py).
 CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach",
                               CHALLENGE_METHOD)
@@ -126,34 +132,39 @@ CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/mesh
 class RouterNode:
     """One broker node: a Broker behind its acceptors."""
 
-    def __init__(self, config: BrokerConfig, journal: JournalAPI, services: Sequence = (),
-                 backup_requests: BackupRequests | None = None) -> None:
+    def __init__(self, config: BrokerConfig, journal: JournalAPI, services: Sequence[HostedService] = ()) -> None:
         self.config = config
         self.journal = journal
-        # More gRPC services on the acceptors: (servicer, its ServiceDescriptor) — the replication stream.
+        # More gRPC services on the acceptors, made at start (meshmq/hosted.py): the HA
+        # coordinator's quorum votes and backup hosting, a live's replication stream.
         self._services = tuple(services)
-        # Cluster.RequestBackup: the colocated policy hosting backups of other lives (None: refused).
-        self._backup_requests = backup_requests
         memory_limit = effective_global_max_size(config.global_max_size)
         log.info("global-max-size %d bytes (%d MiB; %s)", memory_limit.bytes, memory_limit.bytes >> 20, memory_limit.why)
+        address_settings = AddressSettingsResolver.from_config(config)
         self.broker = Broker(
             name=config.name,
             journal=journal,
-            address_settings=AddressSettingsResolver.from_config(config),
+            address_settings=address_settings,
             id_cache_size=config.id_cache_size,
             persist_id_cache=config.persist_id_cache,
             id_cache_max_bytes=config.id_cache_max_bytes,
             persistence_enabled=config.persistence_enabled,
             global_max_size=memory_limit.bytes,
             event_log=config.journal.event_log_enabled,
+            wildcard_syntax=config.wildcard_addresses.syntax if config.wildcard_addresses.routing_enabled else None,
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []
         self.topology = ClientTopology(rebalance_on_join=config.rebalance_cluster_clients)
         self._reaper: asyncio.Task | None = None
+        # Measures consumers only when some address settings set a slow-consumer-threshold.
+        self._slow = (SlowConsumerReaper(self.broker, address_settings.slow_consumer_tick)
+                      if address_settings.checks_slow_consumers else None)
+        self._slow_task: asyncio.Task | None = None
         self._pruner: asyncio.Task | None = None
         self._releaser: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
+        self.network = NetworkConnectors(config, self.broker)
         self.links: ClusterServicer | None = None
         # Users' log-ins (and their throttle, whose counts the metrics read); made at start.
         self.auth: Authenticator | None = None
@@ -163,8 +174,8 @@ class RouterNode:
         self.event_log = EventLogStatus(enabled=j.event_log_enabled and config.persistence_enabled,
                                         retention_ms=j.event_retention)
 
-    async def start(self, min_epoch: int = 0) -> list[str]:
-        await self.broker.start(min_epoch)
+    async def start(self, grant: EpochGrant = local_grant) -> list[str]:
+        await self.broker.start(grant)
         self.event_log.kept_from = self.broker.events_kept_from
         self._declare_configured()
         auth = Authenticator.from_config(self.config)
@@ -190,7 +201,7 @@ class RouterNode:
         add_servicer(self.server, self.sessions, bpb.DESCRIPTOR.services_by_name["Broker"])
         add_servicer(
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
-                                            bridges=lambda: self.cluster.bridges.values(),
+                                            bridges=lambda: [*self.cluster.bridges.values(), *self.network.links.values()],
                                             ha_policy=self.config.ha_role, ha_group=self.config.ha_group,
                                             backup=lambda: self.backup_connector, event_log=self.event_log),
             mgpb.DESCRIPTOR.services_by_name["Management"],
@@ -199,18 +210,22 @@ class RouterNode:
         sd = live_only.scale_down if live_only is not None else None  # told even when this node's own is disabled
         self.links = ClusterServicer(self.broker, members=self.cluster.members,
                                      group_name=sd.group_name or "" if sd else "",
-                                     linked_from=self.cluster.linked_from,
-                                     backup_requests=self._backup_requests)
+                                     linked_from=self.cluster.linked_from, network=self.network.accept)
         add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])
-        for servicer, descriptor in self._services:
-            add_servicer(self.server, servicer, descriptor)
+        facts = NodeFacts(node_id=lambda: self.broker.node_id, node_name=self.config.name,
+                          members=self.cluster.members)
+        for hosted in self._services:
+            add_servicer(self.server, *hosted(facts))
         for acc in self.config.acceptors:
             self.endpoints.append(bind_listener(self.server, acc, f"acceptor {acc.name!r}"))
         await self.server.start()
         self.cluster.start(self.endpoints)
+        self.network.start(link_identity(self.config, self.cluster.own_connector))
         await self.topology.replace([self.member()])
         self._reaper = asyncio.create_task(self._expiry_loop())
-        self._releaser = asyncio.create_task(MemoryRelease(lambda: self.broker.memory_bytes).run(),
+        if self._slow is not None:
+            self._slow_task = asyncio.create_task(self._slow.run(), name="slow-consumers")
+        self._releaser = asyncio.create_task(MemoryRelease(lambda: self.broker.memory.bytes).run(),
                                              name="memory-release")
         if self.broker.persistence_enabled and self.event_log.retention_ms > 0:  # (also pruned when not written)
             retention = EventRetention(self.broker.batch, self.broker.stored, self.event_log,
@@ -234,9 +249,12 @@ class RouterNode:
                 b.ensure_address(addr_name, rt, auto_created=False)
                 for q in queues:
                     existing = b.queues.get(q.name)
+                    attributes = resolve_kind(b.settings(addr_name), q.last_value_key, q.last_value,
+                                              q.non_destructive, q.exclusive)
                     if existing is None:
-                        b.create_queue(q.name, addr_name, rt, q.filter or "", durable=q.durable)
-                    elif existing.filter_text != (q.filter or "") or existing.address != addr_name:
+                        b.create_queue(q.name, addr_name, rt, q.filter or "", durable=q.durable, attributes=attributes)
+                    elif (existing.filter_text != (q.filter or "") or existing.address != addr_name
+                          or existing.attributes != attributes):
                         log.warning("queue %s exists with another definition; keeping the stored one", q.name)
 
     async def _expiry_loop(self) -> None:
@@ -245,7 +263,7 @@ class RouterNode:
             return
         while True:
             await asyncio.sleep(period)
-            n = self.broker.expire_scan()
+            n = self.broker.delivery.expire_scan()
             if n:
                 log.info("expiry reaper expired %d messages", n)
 
@@ -272,17 +290,20 @@ class RouterNode:
         """ha-policy live-only scale-down: everything to another node (raises ScaleDownFailed)."""
         endpoint, node_id = await choose_target(self.config, self.broker, self.endpoints)
         await self.cluster.stop()  # its links would forward on their own meanwhile
+        await self.network.stop()
         await self.close_sessions(bpb.Redirect(node_id=node_id, connector=endpoint, reason="scale-down"))
         await scale_down(self.config, self.broker, endpoint)
 
     async def stop(self, grace: float = 2.0) -> None:
-        for task in (self._reaper, self._pruner, self._releaser):
+        for task in (self._reaper, self._pruner, self._releaser, self._slow_task):
             if task is not None:
                 task.cancel()
         await self.cluster.stop()
+        await self.network.stop()
         if self.links is not None:
             self.links.close()
         if self.server is not None:
+            started = asyncio.get_running_loop().time()
             try:
                 await self.server.stop(grace)
             except asyncio.CancelledError:
@@ -290,5 +311,7 @@ class RouterNode:
                 # that CancelledError escape; only re-raise if *we* are being cancelled.
                 if asyncio.current_task().cancelling():
                     raise
+            # Near the grace means some stream outlived the stop (an operator's hint, and the tests').
+            log.info("gRPC server stopped in %.2fs (grace %.1fs)", asyncio.get_running_loop().time() - started, grace)
         self.journal.stop_confirming()  # no client is left to confirm to
         await self.broker.stop()

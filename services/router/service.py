@@ -14,14 +14,14 @@ import gc
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from meshmq.activation import FAILED_BACK, LEASE_LOST, Activation
+from meshmq.activation import FAILED_BACK, LEASE_LOST, Activation, local_grant
 from meshmq.config.models import BrokerConfig
+from meshmq.hosted import HostedService
 from meshmq.journal_client import JournalAPI
 from meshmq.metrics import MetricsEndpoint, ready_info
 from meshmq.runtime import NodeHalted, ScaleDownFailed, first_done, report_ready, until_signalled
 from meshmq.security.cluster_identity import start_warnings
 
-from .cluster.link_service import BackupRequests
 from . import metrics as router_metrics
 from .membership import RouterMembership
 from .passive import PassiveServer
@@ -33,19 +33,22 @@ log = logging.getLogger("meshmq")
 async def run_router(
     config: BrokerConfig, journal: JournalAPI, *, ready_file: str | None = None,
     on_ready: Callable[[dict], None] | None = None, activation: Activation | None = None,
-    services: Sequence = (), on_bound: Callable[[BrokerConfig], None] | None = None,
-    backup_requests: BackupRequests | None = None, on_active: Callable[[RouterNode], Awaitable] | None = None,
+    services: Sequence[HostedService] = (), on_bound: Callable[[BrokerConfig], None] | None = None,
+    on_active: Callable[[RouterNode], Awaitable] | None = None,
     metrics: MetricsEndpoint | None = None,
 ) -> str | None:
     """Serve until a signal, a halt, or (with an HA policy) until the store must
     be given up. Returns FAILED_BACK when an active backup stopped for its
     live's failback (it may wait as a backup again), None otherwise.
-    `backup_requests` answers Cluster.RequestBackup and `on_active` runs while the
-    node serves (the colocated policy: services/ha-coordinator/colocated.py).
-    `metrics` exports the node's metrics (services/router/metrics.py) while it runs."""
+    `on_active` runs while the node serves (the colocated policy asking for a
+    backup: services/ha-coordinator/colocated.py).
+    `metrics` exports the node's metrics (services/router/metrics.py) while it runs.
+    `services` are served on the acceptors beside the router's own (meshmq/hosted.py).
+    The store is activated at the epoch the activation grants (without one: the
+    next after the store's, meshmq/activation.py's `local_grant`)."""
     for warning in start_warnings(config, "router"):
         log.warning(warning)
-    min_epoch = 0
+    grant = local_grant
     if activation is not None:
         if metrics is not None:
             metrics.put("router", router_metrics.fill_passive)
@@ -69,10 +72,10 @@ async def run_router(
             log.info("stopped while waiting for activation")
             await journal.close()
             return None
-        min_epoch = acquiring.result()
-    node = RouterNode(config, journal, services, backup_requests)
+        grant = acquiring.result()
+    node = RouterNode(config, journal, services)
     try:
-        await node.start(min_epoch)
+        await node.start(grant)
     except BaseException:
         if activation is not None:
             await activation.release(failover=True)

@@ -22,13 +22,15 @@ from meshmq.v1 import journal_pb2 as jpb
 from . import requests as rq
 from .access import Access, log_refusal
 from .addresses import compile_filter, not_internal
-from .broker import Broker, StagedSend
+from .broker import Broker
 from .consumer import ServerConsumer
-from .large_messages import LargeMessageReceiver, UploadDone, stream_body
+from .large_body import send_body
+from .large_messages import LargeMessageReceiver, UploadDone
 from .message import Ref
 from .producer_flow import HeldSends, batch_bytes, held_bytes_allowed
 from .queue import Queue
 from .routing import ANYCAST, MULTICAST
+from .send_pipeline import StagedSend
 from .temporary_queues import Owner, consume_refusal
 from .transactions import LocalTransaction
 
@@ -144,7 +146,7 @@ class ServerSession:
             except BrokerError as exc:
                 self._confirm(cmd.producer_id, cmd.batch_id, [(0, exc.reason.value, exc.message)])
             return
-        if (self._held or self.broker.blocking) and self._held_back(cmd, default_address):
+        if (self._held or self.broker.memory.blocking) and self._held_back(cmd, default_address):
             return
         self._send_now(cmd, default_address)
 
@@ -153,7 +155,8 @@ class ServerSession:
             self._hold_in_transaction(cmd, default_address)
             return
         self._confirm_in_order(
-            cmd.producer_id, cmd.batch_id, self.broker.send(cmd.messages, default_address, self.user, self.access)
+            cmd.producer_id, cmd.batch_id,
+            self.broker.sender.send(cmd.messages, default_address, self.user, self.access),
         )
 
     def _held_back(self, cmd: rq.SendMessages, default_address: str) -> bool:
@@ -162,11 +165,11 @@ class ServerSession:
         pid = cmd.producer_id
         held = self._held.get(pid)
         if held is None:
-            addr = self.broker.blocked_address(cmd.messages, default_address)
+            addr = self.broker.memory.blocked_address(cmd.messages, default_address, self.broker.addresses)
             if addr is None:
                 return False
             held = self._held[pid] = HeldSends(self._credit.get(pid, held_bytes_allowed(0)))
-            self.broker.wait_for_room(addr, lambda: self._resume(pid))
+            self.broker.memory.wait_for_room(addr, lambda: self._resume(pid))
         size = batch_bytes(cmd)
         if not held.fits(size):
             why = (f"the address is full (address-full-policy BLOCK) and this producer already has {held.bytes} "
@@ -184,24 +187,21 @@ class ServerSession:
             return
         while held.batches:
             cmd, default_address = held.first()
-            addr = self.broker.blocked_address(cmd.messages, default_address)
+            addr = self.broker.memory.blocked_address(cmd.messages, default_address, self.broker.addresses)
             if addr is not None:
-                self.broker.wait_for_room(addr, lambda: self._resume(pid))
+                self.broker.memory.wait_for_room(addr, lambda: self._resume(pid))
                 return
             held.pop()
             self._send_now(cmd, default_address)
         del self._held[pid]
 
     def _hold_in_transaction(self, cmd: rq.SendMessages, default_address: str) -> None:
-        """A transacted session's sends are accepted now and routed at commit."""
+        """A transacted session's sends are admitted now and routed at commit (transactions.py)."""
         rejections = []
+        admit = self.broker.sender.admitter(default_address, self.user, self.access)
         for i, m in enumerate(cmd.messages):
             try:
-                if m.large:
-                    raise BrokerError(Reason.INVALID_REQUEST, "a large message must be the only message of its batch")
-                if self.access is not None:
-                    self.access.check(Permission.SEND, m.address or default_address)
-                self.tx.sends.append(self.broker.accept(m, default_address, self.user))
+                self.tx.sends.append(admit(m))
             except BrokerError as exc:
                 rejections.append((i, exc.reason.value, exc.message))
         self._confirm_in_order(cmd.producer_id, cmd.batch_id, StagedSend(rejections=rejections))
@@ -210,7 +210,7 @@ class ServerSession:
         """Settle and confirm once stored, and never before an earlier batch of this session."""
 
         def finish(resp: jpb.AppendResponse | None) -> None:
-            self.broker.settle(staged, resp)
+            self.broker.sender.settle(staged, resp)
             if not self.closed:
                 self._confirm(producer_id, batch_id, staged.rejections)
 
@@ -237,13 +237,12 @@ class ServerSession:
             self._confirm(up.producer_id, up.batch_id, [])
             return
         try:
-            queues = self.broker.route(up.msg, access=self.access)
+            queues = self.broker.sender.route(up.msg, access=self.access)
         except BrokerError as exc:
             self._finish_large(self.large.abort(up, exc))
             return
-        staged = StagedSend()
-        self.broker.stage_send(staged, 0, up.msg, queues, up.claim)
-        self._confirm_in_order(up.producer_id, up.batch_id, self.broker.seal(staged))
+        staged = self.broker.sender.stage_batch([up], lambda up: (up.msg, up.claim), lambda up, msg: queues)
+        self._confirm_in_order(up.producer_id, up.batch_id, staged)
 
     # ------------------------------------------------------------ consuming
 
@@ -260,7 +259,7 @@ class ServerSession:
         queue.add_consumer(c)
         self.broker.consumer_attached(queue)
         self.send(bpb.SessionResponse(consumer_created=bpb.ConsumerCreated(consumer_id=c.id, queue=queue.name)))
-        self.broker.schedule_dispatch(queue)
+        self.broker.delivery.schedule_dispatch(queue)
 
     def _consumer_queue(self, cmd: rq.CreateConsumer):
         broker = self.broker
@@ -346,7 +345,7 @@ class ServerSession:
         c = self._consumer(cmd.consumer_id, "flow credit")
         if c is not None:
             c.grant(cmd.credits)
-            self.broker.schedule_dispatch(c.queue)
+            self.broker.delivery.schedule_dispatch(c.queue)
 
     # The DeliveryTarget side (consumer.py): what the session's consumers hand it.
 
@@ -373,6 +372,11 @@ class ServerSession:
         self._close_consumer(c)
         self.error(BrokerError(Reason.QUEUE_NOT_FOUND, f"queue {c.queue.name!r} was deleted"), consumer_id=c.id)
 
+    def close_slow_consumer(self, c: ServerConsumer, err: BrokerError) -> None:
+        """slow-consumer-policy KILL (slow_consumers.py): close `c` and tell the client why."""
+        self._close_consumer(c)
+        self.error(err, consumer_id=c.id)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         pending, self._to_flush = self._to_flush, {}
@@ -394,22 +398,28 @@ class ServerSession:
         self.send(resp)
 
     async def _stream_large(self, c: ServerConsumer, did: int, ref: Ref) -> None:
-        def send_chunk(data: bytes, last: bool) -> None:
+        async def write(data: bytes, last: bool) -> bool:
+            """One chunk, once the session's outgoing buffer has room; False: the consumer closed."""
+            await self.writable.wait()
+            if c.closed:
+                return False
             self.send(
                 bpb.SessionResponse(
                     large_chunk=bpb.LargeChunk(consumer_id=c.id, delivery_id=did, data=data, last=last)
                 )
             )
+            return True
 
         try:
-            await stream_body(self.broker, ref, self.writable, lambda: c.closed, send_chunk)
+            if not c.closed:
+                await send_body(self.broker, ref.msg, write)
         except Exception as exc:
             log.exception("streaming large message %d to consumer %d failed", ref.msg.id, c.id)
             if not c.closed and c.delivering.pop(did, None) is not None:
                 # The consumer would wait for the last chunk forever: the message goes
                 # back to its queue (an attempt; max-delivery-attempts bounds the retries)
                 # and the consumer is told.
-                self.broker.cancel(ref)
+                self.broker.delivery.cancel(ref)
                 self.error(
                     BrokerError(
                         Reason.INTERNAL,
@@ -420,7 +430,7 @@ class ServerSession:
         finally:
             c.streaming = False
             if not c.closed:
-                self.broker.schedule_dispatch(c.queue)
+                self.broker.delivery.schedule_dispatch(c.queue)
 
     def _on_ack(self, cmd: rq.Acknowledge) -> None:
         c = self._consumer(cmd.consumer_id, "acknowledgement")
@@ -435,7 +445,7 @@ class ServerSession:
             if self.tx is not None:
                 self.tx.acks.append(ref)
             else:
-                broker.acknowledge(ref)
+                broker.delivery.acknowledge(ref)
 
     def _on_reject(self, cmd: rq.Reject) -> None:
         c = self._consumer(cmd.consumer_id, "negative acknowledgement")
@@ -444,7 +454,7 @@ class ServerSession:
         for did in cmd.delivery_ids:
             ref = c.delivering.pop(did, None)
             if ref is not None:
-                self.broker.cancel(ref)
+                self.broker.delivery.cancel(ref)
 
     def _on_close_consumer(self, cmd: rq.CloseConsumer) -> None:
         c = self._consumer(cmd.consumer_id, "close")
@@ -467,12 +477,12 @@ class ServerSession:
             q.consumers.remove(c)
         # What it held is back in the queue before the queue is told it lost a
         # consumer: redistribution then finds those messages there.
-        self.broker.cancel_in_order(c.take_back(last_handed, keep_handed=keep_handed))
+        self.broker.delivery.cancel_in_order(c.take_back(last_handed, keep_handed=keep_handed))
         if detached:
             self.broker.consumer_detached(q)
         self.broker.maybe_auto_delete(q)
         if not q.deleted:
-            self.broker.schedule_dispatch(q)
+            self.broker.delivery.schedule_dispatch(q)
 
     # ------------------------------------------------------------ transactions
 

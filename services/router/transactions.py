@@ -1,10 +1,13 @@
 """Local transactions: sends and acks held until commit, undone on rollback.
 
-A transacted session's sends are accepted (validated, stamped, duplicate id
-claimed) as they arrive but routed only at commit; its acks take effect only
-at commit. Commit routes every send, stages them with the acks in one journal
-batch and waits for it: either all of it is stored and becomes visible, or
-none of it is and the caller gets TRANSACTION_ROLLED_BACK.
+A transacted session's sends are admitted (validated, stamped, duplicate id
+claimed: SendPipeline.admitter) as they arrive but routed only at commit; its
+acks take effect only at commit. Commit routes every send — all of them
+before any is staged, so a refusal rolls back with nothing staged — then
+stages them with the send pipeline's one stager (`stage_batch`, each along the
+route found) and the acks in one journal batch, and waits for it: either all
+of it is stored and becomes visible, or none of it is and the caller gets
+TRANSACTION_ROLLED_BACK.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from dataclasses import dataclass, field
 from meshmq.errors import BrokerError, Reason
 
 from .access import Access
-from .broker import Broker, StagedSend
+from .broker import Broker
 from .duplicates import DuplicateClaim
+from .large_body import drop_body
 from .message import Ref, ServerMessage
 
 
@@ -37,17 +41,15 @@ class LocalTransaction:
         """Store the transaction's work and make it visible; TRANSACTION_ROLLED_BACK otherwise.
         `access`: the session's, for what routing auto-creates."""
         try:
-            routed = [(msg, claim, broker.route(msg, access=access)) for msg, claim in self.sends]
+            routed = [(msg, claim, broker.sender.route(msg, access=access)) for msg, claim in self.sends]
         except BrokerError as exc:
             self.rollback(broker)
             raise BrokerError(Reason.TRANSACTION_ROLLED_BACK, f"transaction rolled back: {exc.message}") from None
-        staged = StagedSend()
-        for i, (msg, claim, queues) in enumerate(routed):
-            broker.stage_send(staged, i, msg, queues, claim)
+        staged = broker.sender.stage_batch(routed, lambda item: item[:2], lambda item, msg: item[2])
         for ref in self.acks:
-            broker.acknowledge(ref)
+            broker.delivery.acknowledge(ref)
         resp = await broker.stored()
-        broker.settle(staged, resp)  # enqueued, or claims given back and the references dropped
+        broker.sender.settle(staged, resp)  # enqueued, or claims given back and the references dropped
         if not resp.ok:
             raise BrokerError(Reason.TRANSACTION_ROLLED_BACK, f"transaction not stored: {resp.reason} {resp.message}")
 
@@ -57,5 +59,5 @@ class LocalTransaction:
         broker.duplicates.release(self.claims, delete_rows=False)
         for msg, _ in self.sends:
             if msg.large:
-                broker.drop_large_body(msg)
-        broker.cancel_in_order([*self.acks, *returned])
+                drop_body(broker, msg)
+        broker.delivery.cancel_in_order([*self.acks, *returned])

@@ -145,7 +145,7 @@ async def test_meshmq_cluster_bindings_shows_each_nodes_view(nodes):
                              capture_output=True, text=True, timeout=60, check=True).stdout
     lines = [line.split("\t") for line in out.splitlines()]
     bridge = lines[1]
-    assert bridge[:4] == ["cc", "B", cluster["B"].endpoint, "connected"]
+    assert bridge[:5] == ["cc", "cluster", "B", cluster["B"].endpoint, "connected"]
     binding = next(line for line in lines if line[:2] == ["B", "jobs"])
     assert binding[2:8] == ["jobs", "ANYCAST", "", "1", "colour = 'red'", "1"]
 

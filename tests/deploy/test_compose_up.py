@@ -4,7 +4,8 @@ Installs what it needs from Debian (scripts/ensure_docker.sh: docker.io,
 docker-compose 1.29, debootstrap; starts dockerd when none answers), builds
 the Debian base image once (scripts/docker_base.sh -> meshmq-base:bookworm,
 kept between runs with the build cache: a warm run takes about a minute or two),
-builds every image FROM it with host networking, brings the stack up under a
+builds every image FROM it with host networking (skipped when the images were
+built from the same inputs: tests/deploy/image_cache.py), brings the stack up under a
 project name of its own with every port published on a free loopback port,
 waits for the health checks, talks to the routers through the SDK from the
 host, and always ends with `down -v --remove-orphans`, then checks that no
@@ -29,6 +30,7 @@ import yaml
 
 from meshmq.client import connect
 from meshmq.ports import free_port
+from tests.deploy import image_cache
 from tests.fixtures.nodes import eventually, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +53,20 @@ def run(*args: str, timeout: float, env: dict | None = None, check: bool = True)
 def docker(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess:
     exe = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else "docker"  # the engine's own client
     return run(exe, *args, timeout=timeout, check=check)
+
+
+def docker_out(*args: str) -> str:
+    """stdout of a docker command that must succeed (image_cache's way to the engine)."""
+    return docker(*args).stdout
+
+
+# build argument (deploy/docker-compose.yml x-build.args) -> the variable of build_env() it comes from
+BUILD_ARGS = {
+    "BASE_IMAGE": "BASE_IMAGE",
+    "EXTRA_CA_CERTS": "MESHMQ_BUILD_CA_CERTS",
+    "MESHMQ_PIP_INDEX_URL": "MESHMQ_PIP_INDEX_URL",
+    "MESHMQ_PIP_EXTRA_INDEX_URL": "MESHMQ_PIP_EXTRA_INDEX_URL",
+}
 
 
 
@@ -83,6 +99,20 @@ class Stack:
     def compose(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
         return run("docker-compose", "-f", str(COMPOSE), "-p", self.project, *args,
                    timeout=timeout, env=self.env, check=check)
+
+    def build(self, *services: str, profile: str | None = None) -> bool:
+        """`compose build` of `services` (every default one when none), unless
+        their images were built from the same inputs; True if it built."""
+        names = list(services) or self.default_services()
+        images = sorted({self.doc["services"][name]["image"] for name in names if "build" in self.doc["services"][name]})
+        args = {key: self.env.get(var, "") for key, var in BUILD_ARGS.items()}
+        base_id = image_cache.image_id(docker_out, BASE_IMAGE) or ""
+        digest = image_cache.inputs_digest(ROOT, args, base_id)
+        if image_cache.up_to_date(docker_out, images, digest):
+            return False
+        self.compose(*(["--profile", profile] if profile else []), "build", *services, timeout=1800)
+        image_cache.remember(docker_out, images, digest)
+        return True
 
     def default_services(self) -> list[str]:
         return [name for name, s in self.doc["services"].items() if not s.get("profiles")]
@@ -149,8 +179,7 @@ def stack(tmp_path_factory):
     s = Stack(tmp_path_factory.mktemp("compose-report"))
     try:
         t = time.monotonic()
-        s.compose("build", timeout=1800)
-        timings["build"] = time.monotonic() - t
+        timings["build" if s.build() else "build (inputs unchanged, skipped)"] = time.monotonic() - t
         t = time.monotonic()
         s.compose("up", "-d", timeout=600)
         wait_healthy(s, s.default_services())
@@ -287,7 +316,7 @@ async def test_the_report_profile_runs_spark_over_n1s_store(stack):
         return int(out.strip()) == 8
 
     await eventually(acknowledged_in_the_store, 30, "the 8 acknowledgements in n1's store", interval=0.5)
-    stack.compose("--profile", "report", "build", "report", timeout=1800)
+    stack.build("report", profile="report")
     stack.compose("--profile", "report", "run", "--rm", "-T", "report", timeout=600)
     summary = json.loads((stack.report_dir / "summary.json").read_text())
     [row] = [r for r in summary["throughput"]["by_address"] if r["address"] == queue]

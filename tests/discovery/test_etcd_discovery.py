@@ -229,11 +229,14 @@ async def test_a_second_node_with_a_live_node_id_is_refused(etcd_session, procs,
 
 async def test_a_node_restarted_after_kill9_waits_for_its_old_lease_then_announces(etcd_session, procs, watch):
     core, watcher, rec = await watch("phoenix")
+    # A lease long enough to outlive the restart on a loaded machine (with 2 s, a
+    # slow start found it lapsed already, and there was nothing to wait for).
+    lease_ms = 8000
     old = await procs.sim("phoenix-1", cluster="phoenix", node_id="phoenix", etcd=etcd_session.endpoint,
-                          broadcast_period=BP_MS, refresh_timeout=RT_MS).start()
+                          broadcast_period=BP_MS, refresh_timeout=lease_ms).start()
     old.kill9()
     new = await procs.sim("phoenix-2", cluster="phoenix", node_id="phoenix", etcd=etcd_session.endpoint,
-                          broadcast_period=BP_MS, refresh_timeout=RT_MS).start()
+                          broadcast_period=BP_MS, refresh_timeout=lease_ms).start()
     listed = (await core.list(dpb.ListNodesRequest(cluster_name="phoenix"))).nodes
     assert [n.instance_id for n in listed] == new.info["instance_ids"]
     assert "waiting up to" in new.log_text()

@@ -308,6 +308,21 @@ def test_cookie_sessions_need_the_csrf_token_for_every_change(stack):
     assert r.status_code == 303 and r.headers["location"].startswith("/login") and "meshmq_session" not in r.cookies
 
 
+def test_queue_kinds_are_created_and_shown_through_the_api(stack):
+    admin = stack.client("admin")
+    made = admin.post("/api/v1/nodes/node/queues", json={"name": "gw.cache", "last_value_key": "symbol",
+                                                          "non_destructive": True})
+    assert made.status_code == 201, made.text
+    assert (made.json()["last_value_key"], made.json()["non_destructive"], made.json()["exclusive"]) == (
+        "symbol", True, False)
+    shown = admin.get("/api/v1/nodes/node/queues/gw.cache").json()
+    assert (shown["last_value_key"], shown["non_destructive"], shown["exclusive"]) == ("symbol", True, False)
+    plain = admin.post("/api/v1/nodes/node/queues", json={"name": "gw.plain.kind"}).json()
+    assert (plain["last_value_key"], plain["non_destructive"], plain["exclusive"]) == ("", False, False)
+    bad = _problem(admin.post("/api/v1/nodes/node/queues", json={"name": "gw.bad", "exclusive": "maybe"}), 422)
+    assert "exclusive" in bad["detail"]
+
+
 def test_bad_requests_are_problems_naming_what_was_wrong(stack):
     admin = stack.client("admin")
     bad = _problem(admin.post("/api/v1/nodes/node/queues", json={"name": ""}), 422, "INVALID_REQUEST")

@@ -82,10 +82,13 @@ def test_an_unknown_user_is_refused_as_slowly_and_in_the_same_words_as_a_wrong_p
             seconds, wrong_password = log_in(client, "admin", f"guess{i}")
             wrong.append(seconds)
             assert wrong_password.status_code == 401 and wrong_password.json() == refused.json()
-    fast, slow = sorted((statistics.median(unknown), statistics.median(wrong)))
+    # The quickest of each: load from other tests only ever adds time, so the minimum is the
+    # cost of the refusal itself (a median of 15 under 4 busy workers swung 94 against 65 ms).
+    fast, slow = sorted((min(unknown), min(wrong)))
     # Before: 3.2 ms against 54.7 ms.
-    assert fast >= 0.7 * slow, f"unknown user {statistics.median(unknown) * 1000:.1f} ms, " \
-                               f"wrong password {statistics.median(wrong) * 1000:.1f} ms"
+    assert fast >= 0.7 * slow, f"unknown user {min(unknown) * 1000:.1f} ms (median " \
+                               f"{statistics.median(unknown) * 1000:.1f}), wrong password " \
+                               f"{min(wrong) * 1000:.1f} ms (median {statistics.median(wrong) * 1000:.1f})"
 
 
 def test_guessing_is_slowed_but_the_owner_and_other_users_get_in(gateway_with):

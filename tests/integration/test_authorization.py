@@ -32,6 +32,7 @@ security-settings:
     delete-durable-queue: [operators, admins]
     delete-non-durable-queue: [operators]
     manage: [operators, admins]
+    browse: [readers, admins]
   "orders.secret":
     consume: [admins]
     create-address: [admins]
@@ -164,6 +165,23 @@ async def test_management_needs_manage(node):
     async with await as_user(node, "ops") as conn:
         assert "orders.purge" in {q.name for q in await conn.admin.list_queues()}
         assert await conn.admin.purge_queue("orders.purge") == 1
+
+
+async def test_a_queue_browser_needs_browse(node):
+    """As Artemis's `browse`: consume does not let a user browse (cons), browse
+    alone lets one browse (reader: no send, no manage)."""
+    async with await as_user(node, "admin") as admin:
+        await admin.admin.create_queue("orders.browse", routing_type="anycast")
+        await (await (await admin.session()).create_producer("orders.browse")).send(b"b", routing_type="anycast")
+    async with await as_user(node, "cons") as conn:
+        with pytest.raises(PermissionDeniedError) as exc:
+            await (await conn.session()).create_browser("orders.browse")
+        refused(exc, "cons", "browse", "orders.browse")
+    async with await as_user(node, "reader") as conn:
+        browser = await (await conn.session()).create_browser("orders.browse")
+        assert [m.body async for m in browser] == [b"b"]
+    async with await as_user(node, "admin") as admin:
+        assert (await admin.admin.queue("orders.browse")).message_count == 1
 
 
 async def test_the_most_specific_match_applies_whole(node):

@@ -255,13 +255,14 @@ async def test_a_stranger_cannot_forward_into_a_secured_router(nodes, config, me
 
 
 async def test_a_secured_router_tells_only_the_cluster_which_lives_it_sees(nodes):
-    """Cluster.Members (classic replication counts the lives from it): a node
-    with the cluster credential is answered, a stranger or a user is refused."""
+    """QuorumVotes.Members (classic replication counts the lives from it, served
+    by the HA coordinator's servicer every router hosts): a node with the
+    cluster credential is answered, a stranger or a user is refused."""
     from meshmq.v1 import cluster_pb2 as cpb
 
     router = nodes.router("secured", extra=UNSECURED_LINKS + f"cluster-password: {SECRET}\n")
-    members = cpb.DESCRIPTOR.services_by_name["Cluster"].methods_by_name["Members"]
-    service = cpb.DESCRIPTOR.services_by_name["Cluster"]
+    service = cpb.DESCRIPTOR.services_by_name["QuorumVotes"]
+    members = service.methods_by_name["Members"]
     channel = open_channel(router.endpoint)
     try:
         for stranger in ("none", "wrong-password", "user-credentials"):

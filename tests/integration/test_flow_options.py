@@ -9,7 +9,7 @@ import pytest
 from meshmq.client import connect
 from meshmq.client.uri import parse_uri
 from meshmq.errors import InvalidRequestError
-from tests.integration.test_messaging import uniq
+from tests.integration.shared import uniq
 
 pytestmark = pytest.mark.integration
 

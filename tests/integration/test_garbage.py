@@ -16,7 +16,7 @@ from meshmq.errors import REASON_METADATA_KEY
 from meshmq.transport import MAX_CLIENT_FRAME
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import management_pb2 as mgpb
-from tests.integration.test_messaging import uniq
+from tests.integration.shared import uniq
 
 pytestmark = pytest.mark.integration
 

@@ -127,7 +127,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     _make_v1_store(store_url)
     st = JournalStore(store_url)
     opened = st.open("n")
-    assert opened.schema_version == 4 and opened.node_id == "v1-node" and opened.epoch == 3
+    assert opened.schema_version == 5 and opened.node_id == "v1-node" and opened.epoch == 3
     pages = list(st.load_pages())
     assert [(m.message_id, m.queue_id, m.delivery_count, m.data) for p in pages for m in p.messages] == [
         (7, 1, 2, b"one"),
@@ -136,7 +136,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     assert [(f.queue_id, f.message_id, f.delivery_count) for p in pages for f in p.refs] == [(1, 8, 0), (2, 8, 1)]
     with st.engine.connect() as conn:
         assert [ix["name"] for ix in inspect(conn).get_indexes("messages")] == []
-        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "4"
+        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "5"
         if st.engine.dialect.name == "sqlite":
             # message_id is the rowid now: no separate primary-key index
             assert conn.exec_driver_sql("PRAGMA index_list(messages)").all() == []
@@ -147,7 +147,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     st.close()
     # and a second open finds version 2 and leaves it alone
     again = JournalStore(store_url)
-    assert again.open("n").schema_version == 4 and again.count("messages") == 2
+    assert again.open("n").schema_version == 5 and again.count("messages") == 2
     again.close()
 
 
@@ -244,3 +244,28 @@ def test_the_wal_starts_over_under_a_steady_stream_of_commits(tmp_path, monkeypa
     assert any(reported), "no background checkpoint ran during the stream"
     # without the restart the background checkpoint reports an ever longer WAL (~9,000 frames)
     assert max(reported) < 2000, f"the WAL kept growing: {max(reported)} frames"
+
+
+def test_queue_attributes_are_stored_and_a_version_4_store_gains_them(store_url):
+    st, epoch = activated(store_url)
+    r = jpb.AppendRequest(request_id=1, epoch=epoch)
+    r.add_queues.add(queue_id=1, name="plain", address="a", routing_type=1)
+    assert st.apply([r])[0].ok
+    st.close()
+    # as a version 4 store had it: no attribute columns
+    from sqlalchemy import create_engine
+
+    engine = create_engine(store_url)
+    with engine.begin() as conn:
+        for column in ("last_value_key", "non_destructive", "exclusive"):
+            conn.execute(text(f'ALTER TABLE queues DROP COLUMN "{column}"'))
+        conn.execute(text("UPDATE node_state SET value = '4' WHERE key = 'schema_version'"))
+    engine.dispose()
+    st, epoch = activated(store_url)
+    r = jpb.AppendRequest(request_id=2, epoch=epoch)
+    r.add_queues.add(queue_id=2, name="cache", address="a", routing_type=2, last_value_key="k", non_destructive=True)
+    r.add_queues.add(queue_id=3, name="jobs", address="a", routing_type=1, exclusive=True)
+    assert st.apply([r])[0].ok
+    queues = {q.name: (q.last_value_key, q.non_destructive, q.exclusive) for p in st.load_pages() for q in p.queues}
+    assert queues == {"plain": ("", False, False), "cache": ("k", True, False), "jobs": ("", False, True)}
+    st.close()

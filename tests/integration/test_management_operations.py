@@ -15,6 +15,7 @@ from meshmq.properties import properties_dict
 from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import messages_pb2 as mpb
 from tests.fixtures.nodes import Nodes, eventually
+from tests.integration.shared import drain
 
 pytestmark = pytest.mark.integration
 
@@ -56,19 +57,6 @@ async def send(conn, address: str, n: int, *, body: bytes = b"", props=lambda i:
     futs = [await p.send_async(body or f"m{i}".encode(), properties={"n": i, **props(i)}, durable=durable,
                                routing_type=routing_type) for i in range(n)]
     await asyncio.gather(*futs)
-
-
-async def drain(conn, queue: str, expect: int) -> list:
-    c = await (await conn.session()).create_consumer(queue)
-    got = []
-    for _ in range(expect):
-        m = await c.receive(10)
-        assert m is not None, f"{queue}: only {len(got)} of {expect} messages came"
-        got.append(m)
-        m.ack()
-    assert await c.receive(0.2) is None, f"{queue}: more than {expect} messages"
-    await c.close()
-    return got
 
 
 def ns(browsed) -> list[int]:

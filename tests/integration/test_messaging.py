@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 
@@ -14,29 +13,9 @@ from meshmq.client import (
     connect,
 )
 from meshmq.errors import MeshMQError, Reason
+from tests.integration.shared import receive_all, uniq
 
 pytestmark = pytest.mark.integration
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}.{uuid.uuid4().hex[:8]}"
-
-
-async def receive_all(consumer, n: int, timeout: float = 5.0):
-    out = []
-    while len(out) < n:
-        msg = await consumer.receive(timeout)
-        if msg is None:
-            break
-        out.append(msg)
-    return out
-
-
-@pytest.fixture
-async def conn(shared_router):
-    c = await connect(shared_router.url)
-    yield c
-    await c.close()
 
 
 async def test_anycast_round_trip_keeps_body_and_typed_properties(conn):

@@ -7,18 +7,10 @@ import asyncio
 
 import pytest
 
-from meshmq.client import connect
 from meshmq.errors import MeshMQError, Reason
-from tests.integration.test_messaging import receive_all, uniq
+from tests.integration.shared import receive_all, uniq
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def conn(shared_router):
-    c = await connect(shared_router.url)
-    yield c
-    await c.close()
 
 
 async def queue_names(conn) -> set[str]:

@@ -25,7 +25,7 @@ from meshmq.transport import open_channel
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
 from tests.fixtures.nodes import Nodes, eventually
-from tests.integration.test_messaging import uniq
+from tests.integration.shared import uniq
 
 pytestmark = pytest.mark.integration
 

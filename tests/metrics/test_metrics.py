@@ -188,6 +188,49 @@ async def test_router_metrics_count_exactly_what_went_through_a_queue(nodes) -> 
 
 
 @pytest.mark.integration
+async def test_a_network_link_is_in_the_link_family_at_both_ends_by_kind_and_direction(nodes) -> None:
+    from tests.clustering.cluster import collect
+    from tests.networks.network import link_states, send, start_network, wait_linked
+
+    net = start_network(nodes, {"A": {"to-b": "B"}, "B": {}}, per_node={"A": METRICS, "B": METRICS})
+    a, b = net["A"], net["B"]
+    await wait_linked(a, 1)
+    async with await connect(b.url) as conn:
+        consumer = await (await conn.session()).create_consumer("metered.orders")
+
+        async def subscribed():
+            now = await scrape(a.info["metrics"])
+            return now if now.get("meshmq_link_subscriptions", kind="network", direction="out") == 1 else None
+        await eventually(subscribed, 20, "A to hold B's demand as a network subscription")
+        await send(a, "metered.orders", 5)
+        assert (await collect({"b": consumer}, 5))["b"] == list(range(5))
+
+        async def confirmed():
+            now = await scrape(a.info["metrics"])
+            labels = {"kind": "network", "connection": "to-b", "direction": "out"}
+            return now if now.get("meshmq_link_messages_confirmed_total", **labels) == 5 else None
+        at_a = await eventually(confirmed, 20, "A to count B's confirmations on the link")
+        at_b = await scrape(b.info["metrics"])
+        # the management API says the same (meshmq cluster bindings, the gateway)
+        [dialed], [accepted] = await link_states(a), await link_states(b)
+    out = {"kind": "network", "connection": "to-b", "direction": "out"}
+    assert at_a.get("meshmq_link_connected", **out) == 1
+    assert at_a.get("meshmq_link_messages_forwarded_total", **out) == 5
+    assert at_a.get("meshmq_link_demand_received_total", **out) >= 1
+    # B accepted the link: it offers the demand, it forwards nothing (one-way)
+    inward = {"kind": "network", "connection": "to-b", "direction": "in"}
+    assert at_b.get("meshmq_link_connected", **inward) == 1
+    assert at_b.get("meshmq_link_demand_sent_total", **inward) >= 1
+    assert at_b.get("meshmq_link_messages_forwarded_total", **inward) == 0
+    # not a cluster bridge: the old family has none of it
+    assert not [s for s in at_a.samples if s.name.startswith("meshmq_bridge_")]
+    assert (dialed.kind, dialed.direction, dialed.role, dialed.duplex, dialed.subscriptions, dialed.forwarded) == (
+        "network", "out", "peer", False, 1, 5)
+    assert (accepted.kind, accepted.direction, accepted.demand_sent >= 1, accepted.target_node_name) == (
+        "network", "in", True, "A")
+
+
+@pytest.mark.integration
 async def test_a_journal_service_serves_its_own_metrics(nodes) -> None:
     journal = nodes.journal("metered-journal", extra=METRICS)
     router = nodes.router("uses-journal", journal_address=journal.endpoint, extra=METRICS)

@@ -12,6 +12,7 @@ import asyncio
 import pytest
 
 from tests.fixtures.nodes import Nodes
+from tests.spark.small_jobs import SMALL_JOBS_CONF
 from tests.spark.workload import NODE_EXTRA, StoreNode, Workload, run_workload, sqlite_url
 
 
@@ -22,7 +23,7 @@ def spark_session(tmp_path_factory):
 
     log = tmp_path_factory.mktemp("spark") / "spark.log"
     try:
-        session = start_session("local[2]", log_path=log)
+        session = start_session("local[2]", log_path=log, conf=SMALL_JOBS_CONF)
     except AnalyticsError as exc:
         pytest.fail(str(exc), pytrace=False)
     yield session

@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from meshmq.cli.analytics import analytics
 from meshmq.client import connect
 from spark.report import run_report
+from tests.spark.small_jobs import SMALL_JOBS_ARGS
 from tests.spark.workload import NODE_EXTRA, Workload, run_workload, sqlite_url
 
 pytestmark = pytest.mark.integration
@@ -259,8 +260,8 @@ def test_the_command_runs_in_its_own_process_with_the_jvm_output_in_a_log(sqlite
     out = tmp_path / "report"
     proc = subprocess.run(
         [sys.executable, "-m", "meshmq.cli.analytics", "report", "--store", beta.url, "--out", str(out),
-         "--master", "local[2]", "--since", str(beta.workload.started_ms)],
-        capture_output=True, text=True, timeout=240, cwd=REPO,
+         "--master", "local[2]", "--since", str(beta.workload.started_ms), *SMALL_JOBS_ARGS],
+        capture_output=True, text=True, timeout=600, cwd=REPO,  # a guard against a hang, not a speed limit
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stderr

@@ -9,15 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from meshmq.config import defaults
-from meshmq.config.address_settings import (
-    AddressSettingsResolver,
-    ResolvedAddressSettings,
-    match_syntax_problem,
-    most_specific_first,
-    wildcard_matches,
-)
+from meshmq.config.address_settings import AddressSettingsResolver, ResolvedAddressSettings
 from meshmq.config.loader import load_config_text
 from meshmq.config.models import AddressSettings
+from meshmq.config.wildcards import match_syntax_problem, most_specific_first, wildcard_matches
 
 # --- matching ----------------------------------------------------------------
 

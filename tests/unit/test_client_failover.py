@@ -10,7 +10,8 @@ import pytest
 from meshmq.client.failover import (
     FailoverEventType, Incidents, failover_candidates, keepalive_options, reconnect_delays, warrants_failover,
 )
-from meshmq.client.uri import ClientOptions, Server, parse_uri
+from meshmq.client.options import ClientOptions, Server
+from meshmq.client.uri import parse_uri
 from meshmq.errors import (
     ConnectionFailedError, InvalidRequestError, NotActiveError, QueueNotFoundError, ScaledDownError,
     AuthenticationError,

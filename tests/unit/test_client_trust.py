@@ -3,7 +3,8 @@
 import pytest
 
 from meshmq.client.trust import may_receive_credentials, session_candidates, topology_is_verified
-from meshmq.client.uri import ClientOptions, Server, parse_uri
+from meshmq.client.options import ClientOptions, Server
+from meshmq.client.uri import parse_uri
 from meshmq.errors import InvalidRequestError
 
 A, B, STRANGER = Server("10.0.0.1", 61616), Server("10.0.0.2", 61616), Server("10.0.0.66", 61616)
@@ -87,7 +88,6 @@ def test_discovery_uri_without_a_username_is_unchanged():
 
 def test_client_channels_never_override_the_name_tls_verifies():
     from meshmq.client.connection import _channel_options
-    from meshmq.client.uri import ClientOptions
 
     options = _channel_options(ClientOptions())
     assert not {"grpc.ssl_target_name_override", "grpc.default_authority"} & {name for name, _ in options}

@@ -93,20 +93,22 @@ def test_progressions_of_one_character_agree_on_long_values(step, count, offset,
 
 
 def test_the_issue_pattern_costs_under_10_ms_at_the_property_limit() -> None:
+    # The cost is the matcher's CPU time (this thread's), not the wall clock:
+    # on a machine busy with other tests, time spent descheduled is no cost of it.
     matcher = compile_like(ISSUE_PATTERN, None)
     size = message_limits.MAX_PROPERTY_VALUE_BYTES - 16  # what still fits in one property
     worst = ["a" * size, "ab" * (size // 2), "ax" * (size // 2) + "xb"]
     for value in worst:
         timings = []
         for _ in range(5):
-            start = time.perf_counter()
+            start = time.thread_time()
             assert matcher(value) is False
-            timings.append(time.perf_counter() - start)
+            timings.append(time.thread_time() - start)
         assert statistics.median(timings) < 0.010, (value[:10], timings)
     matching = "ax" * (size // 2 - 1) + "b"
-    start = time.perf_counter()
+    start = time.thread_time()
     assert matcher(matching) is True
-    assert time.perf_counter() - start < 0.010
+    assert time.thread_time() - start < 0.010
 
 
 def test_a_selector_whose_like_patterns_cost_too_much_is_refused_by_name() -> None:

@@ -1,5 +1,6 @@
 """Queue dispatch (services/router/queue.py): a backlog no consumer selects
-is not rescanned on every dispatch, and parking keeps every message's place."""
+is not rescanned on every dispatch, parking keeps every message's place, and
+consumer priority prefers the highest consumers with credit."""
 
 from __future__ import annotations
 
@@ -22,14 +23,25 @@ class CountingSelector:
 class FakeConsumer:
     """What a queue reads of a consumer: readiness, filter, and where deliveries go."""
 
-    def __init__(self, selector=None) -> None:
+    def __init__(self, selector=None, priority: int = 0, credit: int = -1) -> None:
         self.selector = selector
+        self.priority = priority
         self.closed = False
-        self.ready = True
+        self.credit = credit  # messages it may still take (-1: unlimited)
         self.got: list[bytes] = []
+
+    @property
+    def ready(self) -> bool:
+        return self.credit != 0
+
+    @ready.setter
+    def ready(self, ready: bool) -> None:
+        self.credit = -1 if ready else 0
 
     def deliver(self, ref: Ref) -> None:
         self.got.append(ref.msg.proto.body)
+        if self.credit > 0:
+            self.credit -= 1
 
 
 def add(q: Queue, body: str, color: str, priority: int = 4) -> None:
@@ -177,3 +189,30 @@ def test_a_queue_with_no_consumer_parks_what_redistribution_left_and_each_keeps_
     q.add_consumer(FakeConsumer())
     q.dispatch(no_expiry)
     assert q.consumers[0].got == [b"m0", b"m1", b"m2", b"m3"]
+
+
+def test_the_highest_priority_consumer_takes_everything_while_it_has_credit_then_the_next():
+    # A local consumer (0) before network subscriptions (-5 one hop away, -6 two hops away).
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    far, near, local = FakeConsumer(priority=-6), FakeConsumer(priority=-5, credit=3), FakeConsumer(credit=4)
+    for c in (far, near, local):  # joined lowest first: the order they joined does not matter
+        q.add_consumer(c)
+    for i in range(10):
+        add(q, f"m{i}", "blue")
+    q.dispatch(no_expiry)
+    assert local.got == [b"m0", b"m1", b"m2", b"m3"]
+    assert near.got == [b"m4", b"m5", b"m6"]
+    assert far.got == [b"m7", b"m8", b"m9"]
+
+
+def test_consumers_of_one_priority_take_turns_and_a_higher_one_that_refuses_a_message_lets_it_down():
+    q = Queue(1, "q", "q", mpb.ANYCAST, "", None, durable=False)
+    red = FakeConsumer(compile_selector("color = 'red'"), priority=5)
+    a, b = FakeConsumer(), FakeConsumer()
+    for c in (a, red, b):
+        q.add_consumer(c)
+    for i, color in enumerate(["red", "blue", "blue", "red", "blue", "blue"]):
+        add(q, f"m{i}", color)
+    q.dispatch(no_expiry)
+    assert red.got == [b"m0", b"m3"]
+    assert a.got == [b"m1", b"m4"] and b.got == [b"m2", b"m5"]

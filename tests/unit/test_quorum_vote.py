@@ -10,7 +10,7 @@ import pytest
 from meshmq.v1 import cluster_pb2 as cpb
 from services.ha_coordinator.quorum_vote import (LiveView, Tally, acks_needed, notice_outcome, quorum_size,
                                                  votes_needed)
-from services.router.cluster.link_service import answer_vote
+from services.ha_coordinator.vote_service import answer_vote
 
 
 @pytest.mark.parametrize(("size", "needed"), [(0, 0), (1, 0), (2, 1), (3, 2), (4, 3), (5, 3), (6, 4), (7, 4),

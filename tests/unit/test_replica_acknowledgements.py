@@ -9,7 +9,7 @@ import pytest
 
 from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
-from services.router.replication import _Replica
+from services.ha_coordinator.replication_live import _Replica
 
 
 class Clock:

@@ -1,6 +1,7 @@
 import pytest
 
-from meshmq.client.uri import ClientOptions, parse_uri
+from meshmq.client.options import ClientOptions
+from meshmq.client.uri import parse_uri
 from meshmq.errors import InvalidRequestError
 
 

@@ -8,22 +8,55 @@ from `Address.remote`, which this registry keeps current.
 
 A queue reachable over two links (a symmetric cluster with max-hops 2) is
 kept once, through the link with the fewest hops.
+
+A queue offered on a wildcard address (``news.#``, wildcard_routing.py) is
+demand for every address it matches: `for_address("news.europe")` holds the
+groups of ``news.europe`` and of each offered wildcard address matching it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from meshmq.routing_names import INTERNAL_PREFIX
 from meshmq.selector import Selector, compile_selector
 from meshmq.v1 import cluster_pb2 as cpb
 
-if TYPE_CHECKING:
-    from .bridge import Bridge
+
+
+class Link(Protocol):
+    """What bindings and routing ask of the link a remote binding is reached
+    through (cluster/bridge.py's Bridge; named by this so that routing, below
+    the bridge, never imports it)."""
+
+    name: str
+    local_node_id: str
+    load_balancing: str
+    routed: int
+
+    def matches(self, address: str) -> bool: ...
+
+    def store_and_forward_queue(self): ...
 
 NO_GROUPS: MappingProxyType = MappingProxyType({})
+
+
+class Wildcards(Protocol):
+    """Which addresses are wildcard addresses and what they match (wildcard_routing.py)."""
+
+    def is_wildcard(self, name: str) -> bool: ...
+
+    def matches(self, pattern: str, address: str) -> bool: ...
+
+
+class _NoWildcards:
+    def is_wildcard(self, name: str) -> bool:
+        return False
+
+    def matches(self, pattern: str, address: str) -> bool:
+        return False
 
 
 def _selector(text: str, cache: dict[str, Selector | None]) -> Selector | None:
@@ -51,7 +84,7 @@ class RemoteBinding:
     __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter_text", "selector",
                  "consumer_filters", "consumer_selectors", "hops", "link")
 
-    def __init__(self, b: cpb.ClusterBinding, link: Bridge, cache: dict[str, Selector | None]) -> None:
+    def __init__(self, b: cpb.ClusterBinding, link: Link, cache: dict[str, Selector | None]) -> None:
         self.node_id = b.node_id
         self.node_name = b.node_name
         self.queue = b.queue
@@ -85,14 +118,16 @@ class RemoteBindings:
     """Every remote binding this node knows, by link; `on_change(addresses)`
     is told which addresses' groups changed (the broker refreshes them)."""
 
-    def __init__(self, on_change: Callable[[set[str]], None]) -> None:
-        self._by_link: dict[Bridge, dict[str, RemoteBinding]] = {}
+    def __init__(self, on_change: Callable[[set[str]], None], wildcards: Wildcards = _NoWildcards()) -> None:
+        self._by_link: dict[Link, dict[str, RemoteBinding]] = {}
         self._best: dict[str, RemoteBinding] = {}  # key -> the binding routing uses
         self._groups: dict[str, dict[str, tuple[RemoteBinding, ...]]] = {}
         self._selectors: dict[str, Selector | None] = {}
         self._on_change = on_change
+        self._wildcards = wildcards
+        self._wildcard_groups: set[str] = set()  # addresses in _groups that are wildcard addresses
 
-    def apply(self, link: Bridge, offered: Iterable[cpb.ClusterBinding]) -> None:
+    def apply(self, link: Link, offered: Iterable[cpb.ClusterBinding]) -> None:
         """Replace what `link` offers (a new snapshot; empty: the link is gone)."""
         own = {}
         for b in offered:
@@ -111,7 +146,7 @@ class RemoteBindings:
         if touched:
             self._rebuild(touched)
 
-    def drop(self, link: Bridge) -> None:
+    def drop(self, link: Link) -> None:
         self.apply(link, ())
 
     def _rebuild(self, addresses: set[str]) -> None:
@@ -134,11 +169,23 @@ class RemoteBindings:
                 }
             else:
                 self._groups.pop(address, None)
+            if address in self._groups and self._wildcards.is_wildcard(address):
+                self._wildcard_groups.add(address)
+            else:
+                self._wildcard_groups.discard(address)
         self._on_change(addresses)
 
     def for_address(self, address: str):
         """Queue name -> its remote members, for `address` (read-only; empty when none)."""
         groups = self._groups.get(address)
+        if self._wildcard_groups and not self._wildcards.is_wildcard(address):
+            matching = [w for w in sorted(self._wildcard_groups) if self._wildcards.matches(w, address)]
+            if matching:
+                merged = dict(groups or {})
+                for w in matching:
+                    for name, members in self._groups[w].items():
+                        merged[name] = merged.get(name, ()) + members
+                groups = merged
         return MappingProxyType(groups) if groups else NO_GROUPS
 
     def find(self, key: str) -> RemoteBinding | None:
@@ -148,5 +195,5 @@ class RemoteBindings:
     def all(self) -> list[RemoteBinding]:
         return list(self._best.values())
 
-    def through(self, link: Bridge) -> list[RemoteBinding]:
+    def through(self, link: Link) -> list[RemoteBinding]:
         return list(self._by_link.get(link, {}).values())

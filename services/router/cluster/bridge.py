@@ -1,16 +1,7 @@
-"""The source end of a link: forwards a local store-and-forward queue to one
-other node, and hears what that node offers (its bindings).
-
-The bridge is a consumer of its store-and-forward queue like any other
-(`DeliveryTarget`): the queue hands it messages while it has credit, and its
-credit is the confirmation window (`confirmation-window-size` bytes sent and
-not yet confirmed). Each event-loop turn's deliveries go as one ForwardBatch;
-the target confirms a batch once it is committed, and only then are the
-messages acknowledged here — so a message is in the target's store or in
-ours, never in neither. A link that breaks gives its unconfirmed messages
-back to the head of the queue, uncounted (the application never saw them),
-and they go again after the reconnect, with the same duplicate id: the target
-drops what it already has (`use-duplicate-detection`).
+"""The source end of a cluster connection's link: dials one other node,
+forwards a local store-and-forward queue to it (forwarder.py: within
+`confirmation-window-size`, duplicate ids with `use-duplicate-detection`),
+and hears what that node offers (its bindings).
 
 Reconnecting follows `retry-interval` × `retry-interval-multiplier` up to
 `max-retry-interval`; when `initial-connect-attempts` (never connected) or
@@ -24,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,15 +22,14 @@ import grpc
 
 from meshmq.aio import wait_for
 from meshmq.config.models import ClusterConnection
+from meshmq.link_kinds import CLUSTER
 from meshmq.routing_names import store_and_forward_queue_name
 from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
-from meshmq.v1 import messages_pb2 as mpb
 
 from ..consumer import ServerConsumer
-from ..message import Ref
-from ..routing import ANYCAST
 from .address_match import AddressMatch
+from .forwarder import Forwarder, write_frames
 from .link_identity import LinkIdentity
 
 if TYPE_CHECKING:
@@ -48,12 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("meshmq.cluster")
 
-ROUTE_TO = "_MQ_ROUTE_TO"
-ROUTE_SEP = "\x1e"
-# A moved message's delivery count, on its store-and-forward copy (scale-down).
-DELIVERY_COUNT = "_MQ_DELIVERY_COUNT"
-# At most this many messages in one ForwardBatch (the window bounds the bytes).
-MAX_BATCH_MESSAGES = 1000
 CONNECTING, CONNECTED, RETRYING, DOWN, SELF, STOPPED = "connecting", "connected", "retrying", "down", "self", "stopped"
 
 
@@ -80,59 +63,42 @@ class LinkRefused(Exception):
     """The target refused the link for good (e.g. a wrong cluster password)."""
 
 
-class Bridge:
+class Bridge(Forwarder):
     """One link of cluster connection `cc_name` to the node at `endpoint`."""
+
+    # As a network link (network/link.py) says what it is: management and
+    # metrics list every link of the bridge engine alike. A bridge is always
+    # dialed by the node that holds it.
+    kind = CLUSTER
+    dialer = True
 
     def __init__(self, broker: Broker, cc_name: str, cc: ClusterConnection, endpoint: str, *,
                  identity: LinkIdentity, node_name: str,
                  on_members: Callable[[Bridge, list[cpb.ClusterMember]], None] = lambda bridge, members: None,
                  scale_down: bool = False) -> None:
-        self.broker = broker
+        super().__init__(broker, f"{cc_name}->{endpoint}", cc.client_id or f"{node_name}.{cc_name}",
+                         frame=cpb.LinkRequest, window=cc.confirmation_window_size,
+                         min_large_message_size=cc.min_large_message_size,
+                         duplicate_ids=cc.use_duplicate_detection)
         self.cc_name = cc_name
         self.cc = cc
+        self.demand_received = 0  # bindings snapshots the target offered: a cluster connection's demand
         self.endpoint = endpoint
-        self.name = f"{cc_name}->{endpoint}"
-        # DeliveryTarget: what management shows for the sf queue's consumer.
-        self.id = f"bridge {self.name}"
-        self.client_id = cc.client_id or f"{node_name}.{cc_name}"
         self.load_balancing = cc.message_load_balancing
         self.matches = AddressMatch(cc.address).matches
         self._identity = identity
         self._on_members = on_members
         self._scale_down = scale_down
         self._node_name = node_name
-        self.target_node_id = ""
         self.target_node_name = ""
         self.state = CONNECTING
         self.problem = ""
-        # Counters shown by management.
-        self.routed = 0  # messages routed into the sf queue for this link
-        self.forwarded = 0
-        self.batches = 0  # ForwardBatch frames sent
-        self.confirmed = 0
         self.retries = 0
-        self._sf: object | None = None
-        self._consumer: ServerConsumer | None = None
         self._call: grpc.aio.StreamStreamCall | None = None
         self._channel: grpc.aio.Channel | None = None
-        self._out: asyncio.Queue[cpb.LinkRequest | None] = asyncio.Queue()
-        self._unconfirmed: dict[int, list[int]] = {}
-        # When each unconfirmed batch was fully written (monotonic s): call-timeout runs from there.
-        self._written_at: dict[int, float] = {}
-        self._next_batch = 1
-        self._flush_scheduled = False
+        self._out: asyncio.Queue = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self.connected = asyncio.Event()
-
-    @property
-    def local_node_id(self) -> str:
-        return self.broker.node_id
-
-    @property
-    def pending(self) -> int:
-        """Messages waiting in, or forwarded and unconfirmed from, the sf queue."""
-        q = self._sf
-        return 0 if q is None else q.waiting + q.delivering + q.incoming + q.paged_messages
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"bridge {self.name}")
@@ -149,17 +115,8 @@ class Bridge:
         self._close_channel()
         self.broker.remote.drop(self)
 
-    # ------------------------------------------------------------ the store-and-forward queue
-
-    def store_and_forward_queue(self):
-        """This link's queue: messages routed to the target wait here until confirmed."""
-        if self._sf is None or self._sf.deleted:
-            name = store_and_forward_queue_name(self.cc_name, self.target_node_id)
-            q = self.broker.queues.get(name)
-            if q is None:
-                q = self.broker.create_queue(name, name, ANYCAST)
-            self._sf = q
-        return self._sf
+    def sf_name(self) -> str:
+        return store_and_forward_queue_name(self.cc_name, self.target_node_id)
 
     # ------------------------------------------------------------ connecting
 
@@ -189,11 +146,12 @@ class Bridge:
                 log.warning("cluster connection %s: link to %s (%s) broke: %s; reconnecting", self.cc_name,
                             self.target_node_name or self.endpoint, self.endpoint, self.problem)
                 self.connected.clear()
-                self.broker.bindings_changed()
+                self.broker.bindings_changed(local=False)
             else:
                 failed += 1
                 self.retries += 1
             self._detach()
+            self.broker.offered_versions.lost(self.target_node_id)
             if self.state != DOWN and gives_up(failed, ever_connected, self.cc.initial_connect_attempts,
                                                self.cc.reconnect_attempts):
                 self.state = DOWN
@@ -242,17 +200,18 @@ class Bridge:
             log.warning("cluster connection %s: %s is now node %s (was %s)", self.cc_name, self.endpoint,
                         welcome.node_id, self.target_node_id)
             self.broker.remote.drop(self)
-            self._sf = None
+            self.forget_queue()
         self.target_node_id = welcome.node_id
         self.target_node_name = welcome.node_name
         self.state = CONNECTED
         self.problem = ""
         self.connected.set()
-        self.broker.bindings_changed()  # our links are part of what we offer (members)
+        self.broker.bindings_changed(local=False)  # our links are part of what we offer (members)
         log.info("cluster connection %s: linked to %s (%s) at %s", self.cc_name, welcome.node_name,
                  welcome.node_id, self.endpoint)
-        self._attach()
-        tasks = (asyncio.create_task(self._write(call)), asyncio.create_task(self._read(call)),
+        self._out = asyncio.Queue()
+        self.attach(self._out)
+        tasks = (asyncio.create_task(write_frames(self._out, call.write)), asyncio.create_task(self._read(call)),
                  asyncio.create_task(self._watch_confirms()))
         try:
             # Whichever ends first ends the link: a write that fails breaks it as a
@@ -274,26 +233,12 @@ class Bridge:
                 raise ConnectionError("the target closed the link")
             kind = resp.WhichOneof("kind")
             if kind == "bindings":
+                self.demand_received += 1
                 self.broker.remote.apply(self, resp.bindings.bindings)
+                self.broker.offered_versions.seen(self.target_node_id, resp.bindings.version)
                 self._on_members(self, list(resp.bindings.members))
             elif kind == "confirm":
-                self._confirmed(resp.confirm)
-
-    async def _write(self, call) -> None:
-        out = self._out
-        while True:
-            req = await out.get()
-            if req is None:
-                return
-            if isinstance(req, tuple):  # a large message: its header, then its body
-                header, ref, inline = req
-                await call.write(header)
-                await self._write_large(call, header.forward.batch_id, ref, inline)
-                self._written_at[header.forward.batch_id] = time.monotonic()
-                continue
-            await call.write(req)
-            if req.WhichOneof("kind") == "forward":
-                self._written_at[req.forward.batch_id] = time.monotonic()
+                self.take_confirm(resp.confirm)
 
     async def _watch_confirms(self) -> None:
         """call-timeout for the confirms: a batch written and not confirmed
@@ -304,36 +249,13 @@ class Bridge:
         timeout = self.cc.call_timeout / 1000
         while True:
             await asyncio.sleep(min(timeout / 4, 1.0))
-            if self._written_at:
-                batch_id, written = min(self._written_at.items(), key=lambda item: item[1])
-                if time.monotonic() - written > timeout:
-                    raise TimeoutError(f"batch {batch_id} not confirmed within call-timeout "
-                                       f"({self.cc.call_timeout} ms)")
-
-    # ------------------------------------------------------------ forwarding (DeliveryTarget)
-
-    def _attach(self) -> None:
-        q = self.store_and_forward_queue()
-        window = self.cc.confirmation_window_size
-        self._out = asyncio.Queue()
-        self._unconfirmed.clear()
-        self._written_at.clear()
-        self._consumer = ServerConsumer(self, 0, q, None, "", window if window > 0 else -1)
-        q.add_consumer(self._consumer)
-        self.broker.schedule_dispatch(q)
+            batch_id = self.overdue(timeout)
+            if batch_id is not None:
+                raise TimeoutError(f"batch {batch_id} not confirmed within call-timeout "
+                                   f"({self.cc.call_timeout} ms)")
 
     def _detach(self) -> None:
-        """Take back what was forwarded and not confirmed: to the head of the queue, uncounted."""
-        c = self._consumer
-        if c is not None:
-            self._consumer = None
-            c.closed = True
-            q = c.queue
-            if c in q.consumers:
-                q.consumers.remove(c)
-            self.broker.cancel_in_order(c.take_back(0))
-        self._unconfirmed.clear()
-        self._written_at.clear()
+        self.detach()
         if self._call is not None:
             self._call.cancel()
             self._call = None
@@ -347,119 +269,9 @@ class Bridge:
         """Ask the target to create these queues before what is forwarded next."""
         self._out.put_nowait(cpb.LinkRequest(declare=cpb.DeclareQueues(queues=queues)))
 
-    def delivered(self, consumer: ServerConsumer, delivery_id: int, ref: Ref) -> None:
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
-
     def queue_deleted(self, consumer: ServerConsumer) -> None:
         log.warning("cluster connection %s: store-and-forward queue %s deleted", self.cc_name, consumer.queue.name)
-        consumer.closed = True
-        self._sf = None
-
-    def _flush(self) -> None:
-        """This turn's deliveries as ForwardBatches; a large message (or one
-        bigger than min-large-message-size) alone, its body in chunks after it."""
-        self._flush_scheduled = False
-        c = self._consumer
-        if c is None or not c.pending:
-            return
-        pending, c.pending = c.pending, []
-        run: list[tuple[int, Ref]] = []
-        for item in pending:
-            msg = item[1].msg
-            if msg.large or msg.size > self.cc.min_large_message_size:
-                self._send_batch(run)
-                run = []
-                self._send_large(item)
-            else:
-                run.append(item)
-                if len(run) >= MAX_BATCH_MESSAGES:
-                    self._send_batch(run)
-                    run = []
-        self._send_batch(run)
-
-    def _forwarded(self, fwd: cpb.ForwardedMessage, ref: Ref) -> mpb.Message:
-        m = fwd.message
-        m.CopyFrom(ref.msg.proto)
-        route = m.properties.pop(ROUTE_TO, None)
-        if route is not None:
-            fwd.route_to.extend(route.string_value.split(ROUTE_SEP))
-        count = m.properties.pop(DELIVERY_COUNT, None)
-        if count is not None:
-            fwd.delivery_count = count.int_value
-        if self.cc.use_duplicate_detection:
-            fwd.bridge_duplicate_id = f"{self.broker.node_id}:{ref.msg.id}"
-        return m
-
-    def _new_batch(self, items: list[tuple[int, Ref]]) -> cpb.ForwardBatch:
-        batch = cpb.ForwardBatch(batch_id=self._next_batch)
-        self._next_batch += 1
-        self._unconfirmed[batch.batch_id] = [did for did, _ in items]
-        self.forwarded += len(items)
-        self.batches += 1
-        return batch
-
-    def _send_batch(self, items: list[tuple[int, Ref]]) -> None:
-        if not items:
-            return
-        batch = self._new_batch(items)
-        for _, ref in items:
-            self._forwarded(batch.messages.add(), ref)
-        self._out.put_nowait(cpb.LinkRequest(forward=batch))
-
-    def _send_large(self, item: tuple[int, Ref]) -> None:
-        ref = item[1]
-        batch = self._new_batch([item])
-        m = self._forwarded(batch.messages.add(), ref)
-        inline = None
-        if not m.large:  # an ordinary message over min-large-message-size: its body goes in chunks too
-            inline = m.body
-            m.large = True
-            m.body_size = len(inline)
-            m.ClearField("body")
-        self._out.put_nowait((cpb.LinkRequest(forward=batch), ref, inline))
-
-    async def _write_large(self, call, batch_id: int, ref: Ref, inline: bytes | None) -> None:
-        """A large message's body after its header: from memory or the journal,
-        a few chunks at a time (HTTP/2 flow control paces the reads)."""
-        from ..large_messages import _read_chunks
-
-        size = self.cc.min_large_message_size
-        total = ref.msg.proto.body_size if inline is None else len(inline)
-        if inline is not None:
-            pieces = [inline[i:i + size] for i in range(0, len(inline), size)] or [b""]
-            for i, data in enumerate(pieces):
-                await call.write(cpb.LinkRequest(chunk=cpb.ForwardChunk(
-                    batch_id=batch_id, data=data, last=i == len(pieces) - 1)))
-            return
-        sent, seq = 0, 0
-        while sent < total:
-            chunks = await _read_chunks(self.broker, ref.msg, seq)
-            if not chunks:
-                raise RuntimeError(f"large message {ref.msg.id} is missing chunks from {seq}")
-            for ch in chunks:
-                sent += len(ch.data)
-                seq = ch.seq + 1
-                await call.write(cpb.LinkRequest(chunk=cpb.ForwardChunk(
-                    batch_id=batch_id, data=ch.data, last=sent >= total)))
-
-    def _confirmed(self, confirm: cpb.ForwardConfirm) -> None:
-        self._written_at.pop(confirm.batch_id, None)
-        dids = self._unconfirmed.pop(confirm.batch_id, None)
-        c = self._consumer
-        if dids is None or c is None:
-            return
-        if confirm.refused:
-            raise ConnectionError(f"the target refused a batch: {confirm.refused}")
-        for did in dids:
-            ref = c.delivering.pop(did, None)
-            if ref is None:
-                continue
-            self.broker.acknowledge(ref)
-            c.grant(ref.msg.size)
-            self.confirmed += 1
-        self.broker.schedule_dispatch(c.queue)
+        super().queue_deleted(consumer)
 
 
 class _Self(Exception):

@@ -37,22 +37,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
+from meshmq.config.address_settings import ResolvedAddressSettings
 from meshmq.v1 import journal_pb2 as jpb
 
+from ..delivery import Delivery
+from ..queue import Queue
+from ..send_pipeline import SendPipeline
 from .balancing import OFF_WITH_REDISTRIBUTION, ON_DEMAND
-
-if TYPE_CHECKING:
-    from ..broker import Broker
-    from ..queue import Queue
 
 log = logging.getLogger("meshmq.cluster")
 REDISTRIBUTING_MODES = (ON_DEMAND, OFF_WITH_REDISTRIBUTION)
 
 
+class RedistributingNode(Protocol):
+    """What redistribution asks of the node (broker.py's Broker, which builds it)."""
+
+    settings: Callable[[str], ResolvedAddressSettings]
+    delivery: Delivery
+    sender: SendPipeline
+
+
 class Redistribution:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: RedistributingNode) -> None:
         self.broker = broker
         self._timers: dict[Queue, asyncio.TimerHandle] = {}
         # Queues whose delay has passed with no local consumer: they redistribute as things change.
@@ -72,8 +81,9 @@ class Redistribution:
     def consider(self, q: Queue) -> None:
         """Something changed for `q` (its last consumer left, a remote consumer
         came, it was created, a message was parked): start its delay if its
-        messages may now be left behind here and wanted elsewhere."""
-        if q.deleted or q in self.active or q in self._timers or not self._left_behind(q):
+        messages may now be left behind here and wanted elsewhere. A
+        non-destructive queue's messages stay for every reader: never moved."""
+        if q.deleted or q.non_destructive or q in self.active or q in self._timers or not self._left_behind(q):
             return
         if not self._wanted_elsewhere(q):
             return
@@ -106,7 +116,7 @@ class Redistribution:
         self.run(q)
         # Paged messages follow a page at a time: the dispatch reads the next
         # page of a redistributing queue as it reads one for a consumer.
-        self.broker.schedule_dispatch(q)
+        self.broker.delivery.schedule_dispatch(q)
 
     def run(self, q: Queue) -> None:
         """Look at every message of `q` that no local consumer takes (with
@@ -145,10 +155,10 @@ class Redistribution:
             for ref, rb in moving:
                 msg = ref.msg
                 msg.forwards = {rb.link: [rb.key]}
-                staged.extend(b.stage(msg, []))
-                b.release(ref, jpb.REMOVED)
+                staged.extend(b.sender.stage(msg, []))
+                b.delivery.release(ref, jpb.REMOVED)
             # All at once, after the commit: a non-durable copy must not overtake a durable one.
-            b.enqueue_when_stored(staged)
+            b.delivery.enqueue_when_stored(staged)
             log.info("redistributed %d messages of queue %s", len(moving), q.name)
         if not q.consumers:
             # What no node takes now is set aside until the bindings change or

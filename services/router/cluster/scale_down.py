@@ -31,7 +31,9 @@ from meshmq.v1 import cluster_pb2 as cpb
 from meshmq.v1 import cluster_pb2_grpc as cgrpc
 from meshmq.v1 import journal_pb2 as jpb
 
-from .bridge import DELIVERY_COUNT, ROUTE_SEP, ROUTE_TO, Bridge
+from ..routing import ROUTE_SEP, ROUTE_TO
+from .bridge import Bridge
+from .forwarder import DELIVERY_COUNT
 from .link_identity import LinkIdentity, link_identity
 
 if TYPE_CHECKING:
@@ -136,7 +138,7 @@ async def _move_all(config: BrokerConfig, broker: Broker, endpoint: str, identit
         for q in queues:
             while q.paged_messages:  # read the whole page back, in order
                 before = q.paged_messages
-                await broker.read_page(q)
+                await broker.delivery.read_page(q)
                 if q.paged_messages >= before:
                     break
             own = [f"{target}/{q.name}"]
@@ -148,12 +150,12 @@ async def _move_all(config: BrokerConfig, broker: Broker, endpoint: str, identit
                 msg.forwards = {bridge: keys}
                 if ref.delivery_count:
                     msg.proto.properties[DELIVERY_COUNT].int_value = ref.delivery_count
-                staged.extend(broker.stage(msg, []))
+                staged.extend(broker.sender.stage(msg, []))
                 msg.proto.properties.pop(DELIVERY_COUNT, None)
-                broker.release(ref, jpb.REMOVED)
+                broker.delivery.release(ref, jpb.REMOVED)
                 moved += 1
             # All at once, after the commit: a non-durable copy must not overtake a durable one.
-            broker.enqueue_when_stored(staged)
+            broker.delivery.enqueue_when_stored(staged)
         deadline = time.monotonic() + CONFIRM_DEADLINE_S + moved * CONFIRM_PER_MESSAGE_S
         while bridge.pending and time.monotonic() < deadline:
             if bridge.state not in ("connected", "connecting", "retrying"):

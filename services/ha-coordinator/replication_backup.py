@@ -28,22 +28,21 @@ from meshmq.aio import wait_for
 from meshmq.activation import StaleCopy
 from meshmq.config.defaults import HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE
 from meshmq.config.models import BrokerConfig
-from meshmq.v1 import journal_pb2 as jpb
 from meshmq.v1 import replication_pb2 as rpb
 from meshmq.v1 import replication_pb2_grpc as rgrpc
-
-from .cluster.link_identity import link_identity
 
 log = logging.getLogger("meshmq.ha")
 
 
 class ReplicaRunner:
-    def __init__(self, config: BrokerConfig, *, instance_id: str, connector: Callable[[], str], ack_timeout_s: float,
-                 try_activate: Callable[[str, str, int, str], Awaitable[int | None]],
+    def __init__(self, config: BrokerConfig, *, identity, instance_id: str, connector: Callable[[], str],
+                 ack_timeout_s: float, try_activate: Callable[[str, str, int, str], Awaitable[int | None]],
                  open_store: Callable[[Path, str], object], lives: list[str] | None = None,
                  failback: bool = False) -> None:
-        """`open_store(path, node_id)`: the journal store on the installed copy, applying
-        writes and checkpointing its WAL (services/embedded.py gives the journal's).
+        """`identity`: how this node opens calls to a live (the router's link identity:
+        TLS and the cluster credential); `open_store(path, node_id)`: the journal store on
+        the installed copy, applying writes and checkpointing its WAL (both given by
+        services/embedded.py, from the router and the journal).
         `lives`: where to copy from (default: the cluster connection's lives);
         `failback`: the original live copying its store back from the node that took
         it over, which it asks to step down once in sync."""
@@ -55,7 +54,7 @@ class ReplicaRunner:
         self._keep = getattr(role, "max_saved_replicated_journals_size", HA_MAX_SAVED_REPLICATED_JOURNALS_SIZE)
         self._lives = config.replication_lives if lives is None else lives
         self._failback = failback
-        self._identity = link_identity(config)
+        self._identity = identity
         self._connector = connector
         self._ack_timeout = ack_timeout_s
         self._try_activate = try_activate

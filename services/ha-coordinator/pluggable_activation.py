@@ -8,7 +8,7 @@ backup may serve (the `meshmq.activation.Activation` of a replicating node).
   it (`live-connector`), as that node's backup, and asks it to step down
   once in sync — a backup with `allow-failback` does, and the primary takes
   over (failback); one without goes on serving, with the primary as its backup.
-* A **backup** serves once its replica runner (services/router/replica.py,
+* A **backup** serves once its replica runner (replication_backup.py,
   given as `replicate`) has a complete copy and the quorum lets it take over
   (etcd_quorum.py says when).
 
@@ -24,20 +24,20 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
-from meshmq.activation import FAILED_BACK, LEASE_LOST
+from meshmq.activation import FAILED_BACK, LEASE_LOST, EpochGrant, granted_from
 from meshmq.config.models import BrokerConfig
 from meshmq.security.cluster_identity import cluster_prover, node_channel_credentials
 
 from .etcd_quorum import EtcdQuorum, QuorumLost
-from .pair import ReplicatingPair
+from .replicating_activation import ReplicatingActivation
 from .remote_quorum import RemoteQuorum
 
 log = logging.getLogger("meshmq.ha")
 
 
-class ReplicationActivation(ReplicatingPair):
+class PluggableActivation(ReplicatingActivation):
     def __init__(self, config: BrokerConfig, local_store: Callable[[], tuple[str, int]]) -> None:
-        """`local_store()`: this node's id and its store's epoch (services/embedded.py reads them)."""
+        """`local_store()`: this node's id and its store's epoch (services/embedded.py reads them from the journal's store)."""
         super().__init__()
         rep = config.ha_policy.replication
         assert rep is not None
@@ -57,20 +57,21 @@ class ReplicationActivation(ReplicatingPair):
         self.ack_timeout_s = max(0.2, props.session_ms * props.session_percent / 100 / 1000)
         self._local_store = local_store
         self._keeper: asyncio.Task | None = None
-        # A stale primary copying the store back (services/embedded.py's runner), and a
+        # A stale primary copying the store back (runner.py's replica runner), and a
         # serving backup asked to step down for it.
         self.failback: Callable[[str], Awaitable[int]] | None = None
         self._step_down = asyncio.Event()
 
     # ------------------------------------------------------------ Activation
 
-    async def acquire(self) -> int:
+    async def acquire(self) -> EpochGrant:
+        """Grants an epoch no lower than the quorum's new activation sequence."""
         if self.primary is None:
             floor = await self._replicate()
         else:
             floor = await self._activate_primary()
         self._keeper = asyncio.create_task(self.quorum.keep())
-        return floor
+        return granted_from(floor)
 
     async def _activate_primary(self) -> int:
         node_id, epoch = await asyncio.to_thread(self._local_store)

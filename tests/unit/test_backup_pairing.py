@@ -1,11 +1,11 @@
-"""The HA coordinator's pairing rule (services/ha-coordinator/pairing.py): the
+"""The HA coordinator's pairing rule (services/ha-coordinator/backup_pairing.py): the
 seed's group-name example, and who pairs with whom without groups."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from services.ha_coordinator.pairing import pair_in_turn, pairing_refusal
+from services.ha_coordinator.backup_pairing import pair_in_turn, pairing_refusal
 
 LIVES = [("live1", "fish"), ("live2", "fish"), ("live3", "fish"), ("live4", "bird"), ("live5", "bird")]
 BACKUPS = [("backup1", "fish"), ("backup2", "fish"), ("backup3", "fish"), ("backup4", "fish"),

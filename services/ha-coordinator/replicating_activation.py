@@ -1,6 +1,7 @@
 """What every replicating node's activation shares, whichever quorum decides
-(pluggable on etcd: replication.py; classic votes: classic.py): the hooks
-services/embedded.py fills in from the router's side, and what the node tells
+(pluggable on etcd: pluggable_activation.py; classic votes: classic.py): the
+hooks runner.py fills in from the two sides of replication (replication_live.py,
+replication_backup.py), and what the node tells
 clients about its live and its backup."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 
-class ReplicatingPair:
+class ReplicatingActivation:
     def __init__(self) -> None:
         self.replicate: Callable[[], Awaitable[int]] | None = None  # the backup's replica runner
         self.live_endpoint: Callable[[], str] = lambda: ""

@@ -121,7 +121,7 @@ class ReplicatingJournal(rgrpc.ReplicationServicer):
         self._coordination_id = coordination_id
         self._on_fenced = on_fenced
         self._on_failback = on_failback
-        # Whether this live takes a backup (the HA coordinator's group-name rule: pairing.py).
+        # Whether this live takes a backup (the group-name rule: backup_pairing.py).
         self._pairing_refusal = pairing_refusal
         self._stepping_down = False
         # The copy of the last in-sync backup that went: made ineligible before a write it lacks is confirmed.

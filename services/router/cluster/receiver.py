@@ -1,0 +1,201 @@
+"""The receiving half of a link: forwarded batches stored here, then confirmed.
+
+Every link that carries messages has one at the other end of each forwarder
+(forwarder.py): the acceptor of a cluster connection's link
+(link_service.py), and both ends of a duplex network link
+(services/router/network/). Each batch is staged with the send pipeline's
+stager (one journal commit) and confirmed once committed; a message is
+admitted by its bridge duplicate id (a repeat, after a reconnect or a crash,
+is dropped and confirmed) and routed to the bindings its source chose. A
+large message's body follows its batch in chunks, taken by the large-body
+transfer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from meshmq.errors import BrokerError
+from meshmq.routing_names import INTERNAL_PREFIX
+from meshmq.v1 import cluster_pb2 as cpb
+
+from ..duplicates import DuplicateClaim
+from ..large_body import BodyReceiver
+from ..message import ServerMessage
+from ..send_pipeline import StagedSend
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+
+log = logging.getLogger("meshmq.cluster")
+
+BRIDGE_CACHE = INTERNAL_PREFIX + "bridge."
+
+
+class Receiver:
+    """Takes what node `source_node_id` forwards over one link stream and
+    confirms it into `out` with frames of class `frame` (the direction this
+    end writes: LinkResponse at the acceptor, LinkRequest at the dialer)."""
+
+    def __init__(self, broker: Broker, source_node_id: str, source_name: str, out: asyncio.Queue, *,
+                 frame: type, scale_down: bool = False) -> None:
+        self.broker = broker
+        self.source_node_id = source_node_id
+        self.source_name = source_name
+        self._out = out
+        self._frame = frame
+        self._scale_down = scale_down
+        self._cache = BRIDGE_CACHE + source_node_id
+
+    async def take(self, batch: cpb.ForwardBatch, frames: AsyncIterator[Any]) -> bool:
+        """Stage `batch` (its body read from `frames` when it is a large
+        message) and confirm it once stored; False: the link ended within a
+        large message's body. A batch holding a request waits first for the
+        source's bindings it was sent under (bindings_order.py)."""
+        if batch.bindings_version:
+            await self.broker.offered_versions.caught_up(self.source_node_id, batch.bindings_version)
+        if len(batch.messages) == 1 and batch.messages[0].message.large:
+            staged = await self._take_large(batch, frames)
+            if staged is None:
+                return False
+        else:
+            staged = self._stage(batch)
+        asyncio.create_task(self._confirm_when_stored(batch.batch_id, staged))
+        return True
+
+    def declare(self, declare: cpb.DeclareQueues) -> None:
+        """Create the queues a scaling-down node is about to send (those missing)."""
+        b = self.broker
+        for d in declare.queues:
+            if d.name in b.queues:
+                continue
+            try:
+                b.create_queue(d.name, d.address, d.routing_type, d.filter, durable=d.durable)
+            except BrokerError as exc:
+                log.warning("could not create queue %s for a scale-down: %s", d.name, exc)
+
+    async def _take_large(self, batch: cpb.ForwardBatch, frames: AsyncIterator[Any]) -> StagedSend | None:
+        """A large message: its body taken by the large-body transfer (the
+        journal, or memory when persistence is disabled, paced by its commits),
+        then routed like any forwarded message. None: the link ended."""
+        b = self.broker
+        fwd = batch.messages[0]
+        repeat = bool(fwd.bridge_duplicate_id) and fwd.bridge_duplicate_id in b.duplicates.cache(self._cache)
+        m = fwd.message
+        origin = (self.source_node_id, m.message_id)
+        m.message_id = b.next_message_id()
+        msg = ServerMessage(m, m.ByteSize() + m.body_size)
+        msg.origin = origin
+        body = BodyReceiver(b, msg)
+        async for frame in frames:
+            if frame.WhichOneof("kind") != "chunk" or frame.chunk.batch_id != batch.batch_id:
+                log.warning("link from %s: expected the body of large message batch %d", self.source_name,
+                            batch.batch_id)
+                body.drop()
+                return None
+            c = frame.chunk
+            if not repeat and await body.add(c.data, c.last) is not None:
+                return None  # the journal failed: the node halts; the source resends elsewhere or later
+            if c.last:
+                break
+        else:
+            body.drop()
+            return None
+        if repeat:
+            return StagedSend()
+        wrong_size = body.wrong_size()
+        if wrong_size is not None:
+            log.warning("link from %s: %s; dropped", self.source_name, wrong_size)
+            body.drop()
+            return StagedSend()
+        return self._stage(batch, prepared={0: msg})
+
+    def _stage(self, batch: cpb.ForwardBatch, prepared: dict[int, ServerMessage] | None = None) -> StagedSend:
+        """Route and stage a forwarded batch (one journal commit) with the send
+        pipeline's stager: each message admitted by its bridge duplicate id
+        (a repeat is dropped), routed to the bindings the source chose."""
+        b = self.broker
+        cache = self._cache
+        claims: list = []  # the clients' ids a scale-down brings, stored with the batch
+
+        def admit(item: tuple[int, cpb.ForwardedMessage]) -> tuple[ServerMessage, DuplicateClaim | None] | None:
+            i, fwd = item
+            claim = None
+            if fwd.bridge_duplicate_id:
+                try:
+                    claim = b.duplicates.claim(cache, fwd.bridge_duplicate_id)
+                except BrokerError:
+                    return None  # already taken: a resend after a reconnect or a crash
+            m = fwd.message
+            msg = prepared.get(i) if prepared else None
+            if msg is None:
+                origin = (self.source_node_id, m.message_id)
+                m.message_id = b.next_message_id()
+                msg = ServerMessage(m, m.ByteSize())
+                msg.origin = origin
+            m.node_id = b.node_id
+            if self._scale_down and m.duplicate_id:  # the clients' ids come along, so their resends are caught
+                with contextlib.suppress(BrokerError):
+                    user_claim = b.duplicates.claim(m.address, m.duplicate_id)
+                    b.duplicates.persist(user_claim)
+                    claims.append(user_claim)
+            return msg, claim
+
+        def route(item: tuple[int, cpb.ForwardedMessage], msg: ServerMessage) -> list:
+            try:
+                return self._targets(msg, item[1].route_to)
+            except BrokerError as exc:
+                log.warning("forwarded message to %s from %s routed nowhere: %s", msg.address, self.source_name,
+                            exc)
+                return []
+
+        def staged_one(item: tuple[int, cpb.ForwardedMessage], msg: ServerMessage, refs: list) -> None:
+            fwd = item[1]
+            if fwd.delivery_count:
+                for ref in refs:
+                    ref.delivery_count = fwd.delivery_count
+                    if ref.persisted and not ref.paged:
+                        b.batch().update_delivery_counts.add(
+                            queue_id=ref.queue.id, message_id=msg.id, delivery_count=fwd.delivery_count)
+
+        staged = b.sender.stage_batch(list(enumerate(batch.messages)), admit, route, staged_one=staged_one)
+        staged.claims.extend(claims)
+        return staged
+
+    def _targets(self, msg: ServerMessage, route_to) -> list:
+        """The bindings the source chose: our queues, and (in a chain) remote
+        bindings further on; if none of them is known any more (or it named
+        none: a network link's topic message), the message is routed here as
+        if sent here (so it is not lost)."""
+        b = self.broker
+        local = []
+        forwards: dict = {}
+        for key in route_to:
+            node_id, _, queue = key.partition("/")
+            if node_id == b.node_id:
+                q = b.queues.get(queue)
+                if q is not None and (q.address == msg.address
+                                      or (q.home is not None and q.home.wildcard
+                                          and b.wildcards.matches(q.address, msg.address))):
+                    local.append(q)
+            else:
+                rb = b.remote.find(key)
+                if rb is not None:
+                    forwards.setdefault(rb.link, []).append(key)
+        if forwards:
+            msg.forwards = forwards
+        if local or forwards:
+            return local
+        queues = b.sender.route(msg, moved=True)
+        msg.forwards = None  # never back into the cluster: the source already balanced it
+        return queues
+
+    async def _confirm_when_stored(self, batch_id: int, staged: StagedSend) -> None:
+        resp = await staged.stored if staged.stored is not None else None
+        self.broker.sender.settle(staged, resp)
+        refused = "" if resp is None or resp.ok else f"{resp.reason}: {resp.message}"
+        self._out.put_nowait(self._frame(confirm=cpb.ForwardConfirm(batch_id=batch_id, refused=refused)))

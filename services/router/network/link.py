@@ -1,0 +1,286 @@
+"""One end of a network connector's or the tree connector's link.
+
+A link is the bridge engine's two halves over one Link stream
+(services/router/cluster/forwarder.py and receiver.py) with demand instead
+of bindings: the end that offers demand tells the other what its consumers
+(and the demand it passes on) want; the other end holds a network
+subscription for each item (subscription.py) and forwards what they take.
+A one-way network connector forwards from the node that defines it (the
+dialer) and takes demand back; `duplex` (and every tree link) runs both
+halves at both ends over the same stream, so a node behind a firewall that
+dials out still receives.
+
+The dialer keeps one NetworkLink per target for its whole life, the
+acceptor one per (connector, peer node): a reconnect finds the same
+store-and-forward queue and subscriptions, so what a peer missed while it was
+away waits here for it (a leaf offline keeps its messages on its branch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from meshmq.aio import wait_for
+from meshmq.config import defaults
+from meshmq.routing_names import store_and_forward_queue_name
+from meshmq.v1 import cluster_pb2 as cpb
+from meshmq.v1 import journal_pb2 as jpb
+from meshmq.v1 import messages_pb2 as mpb
+
+from ..cluster.forwarder import Forwarder, Write, write_frames
+from ..cluster.link_service import ping
+from ..cluster.receiver import Receiver
+from ..dead_letter import copy_message, server_message, transfer
+from ..routing import ROUTE_SEP, ROUTE_TO
+from .demand import QUEUE, LinkSpec, OfferDelta, Subscription
+from .path import stamp
+from .subscription import NetworkSubscription, subscription_queue_prefix
+from .wire import demand_to_proto
+
+if TYPE_CHECKING:
+    from ..broker import Broker
+    from ..message import Ref
+    from ..queue import Queue
+
+log = logging.getLogger("meshmq.network")
+
+CONNECTING, CONNECTED, RETRYING, STOPPED = "connecting", "connected", "retrying", "stopped"
+DISCONNECTED = "disconnected"  # an accepted link whose peer is away (it redials)
+PING = cpb.LinkResponse(ping=cpb.LinkPing())
+
+
+class NetworkLink(Forwarder):
+    """A link of network connector (or tree connector) `connector` with one
+    peer; `dialer`: this node opened it. The link's kind and role fix which
+    halves run here (module docstring)."""
+
+    network = True
+
+    def __init__(self, broker: Broker, connector: str, kind: str, *, name: str, policy: cpb.NetworkPolicy,
+                 dialer: bool, duplex: bool, role: str, prefetch: int, message_ttl: int | None, replay: bool,
+                 on_demand: Callable[[NetworkLink, cpb.DemandUpdate], None]) -> None:
+        super().__init__(broker, name, f"{broker.name}.{connector}",
+                         frame=cpb.LinkRequest if dialer else cpb.LinkResponse,
+                         window=defaults.CC_CONFIRMATION_WINDOW_SIZE,
+                         min_large_message_size=defaults.CC_MIN_LARGE_MESSAGE_SIZE, duplicate_ids=True)
+        self.connector = connector
+        self.kind = kind  # "network" or "tree"
+        # The connector's options (the dialer's config; the acceptor's from the hello).
+        self.policy = policy
+        self.dialer = dialer
+        self.duplex = duplex
+        self.role = role
+        self.prefetch = prefetch
+        self.message_ttl = message_ttl  # None on a tree: no TTL
+        self.replay = replay
+        # Which halves run at this end (module docstring).
+        self.forwards = dialer or duplex
+        self.receives = not dialer or duplex
+        self.subscribes = self.forwards
+        self.offers = self.receives
+        self.endpoint = ""
+        self.target_node_name = ""
+        self.state = CONNECTING
+        self.problem = ""
+        self.retries = 0
+        self.demand_sent = 0  # DemandUpdate frames sent
+        self.demand_received = 0
+        self.subscriptions: dict[str, NetworkSubscription] = {}
+        self._on_demand = on_demand
+        self._inflight: dict[int, NetworkSubscription] = {}  # sf copy's message id -> its subscription
+        self._out: asyncio.Queue | None = None
+        self._serving: asyncio.Task | None = None
+        self.connected = asyncio.Event()
+
+    @property
+    def link_id(self) -> str:
+        return self.name
+
+    @property
+    def cc_name(self) -> str:
+        """Shown where cluster bridges show their cluster connection."""
+        return self.connector
+
+    def spec(self, policy) -> LinkSpec:
+        return LinkSpec(link_id=self.link_id, peer=self.target_node_id, role=self.role, policy=policy,
+                        offers=self.offers, subscribes=self.subscribes)
+
+    def sf_name(self) -> str:
+        group = "tree" if self.kind == "tree" else f"network.{self.connector}"
+        return store_and_forward_queue_name(group, self.target_node_id)
+
+    def stamp(self, message: mpb.Message) -> None:
+        stamp(message, self.broker.node_id)
+
+    # ------------------------------------------------------------ subscriptions
+
+    def track(self, message_id: int, sub: NetworkSubscription) -> None:
+        self._inflight[message_id] = sub
+
+    def settled(self, ref) -> None:
+        sub = self._inflight.pop(ref.msg.id, None)
+        if sub is not None:
+            sub.settled()
+
+    def reconcile(self, wanted: list[Subscription]) -> None:
+        """Hold exactly the subscriptions `wanted` (the decider's, for this link)."""
+        by_key = {s.key: s for s in wanted}
+        for key in [k for k in self.subscriptions if k not in by_key]:
+            self.subscriptions.pop(key).close()
+        for key, sub in by_key.items():
+            have = self.subscriptions.get(key)
+            if have is None:
+                ns = NetworkSubscription(self, sub)
+                try:
+                    ns.open()
+                except Exception as exc:  # e.g. auto-create-addresses false for it: said, not fatal
+                    log.warning("network link %s: no subscription for %s %s: %s", self.name,
+                                sub.destination.kind, sub.destination.name, exc)
+                    continue
+                self.subscriptions[key] = ns
+            elif have.sub != sub:
+                have.update(sub)
+
+    def drop_stale_topic_queues(self) -> None:
+        """Topic subscriptions this link held before a restart and no longer holds: gone."""
+        prefix = subscription_queue_prefix(self.name)
+        held = {s.queue_name() for s in self.subscriptions.values()}
+        for name in [n for n in self.broker.queues if n.startswith(prefix) and n not in held]:
+            self.broker.delete_queue(name, force=True)
+
+    def return_stranded(self) -> None:
+        """The peer's demand was superseded (a leaf that moved to another branch): while the link is
+        down, what waits in its store-and-forward queue for a queue this link no longer subscribes to
+        goes back to that queue — each moved in one journal step, as an operator's move is — where the
+        return subscription toward the parent takes it on to where the leaf is now."""
+        if self.connected.is_set() or self._sf is None and self.sf_name() not in self.broker.queues:
+            return
+        sf = self.store_and_forward_queue()
+        held = {s.sub.destination.name for s in self.subscriptions.values() if s.sub.destination.kind == QUEUE}
+        prefix = f"{self.target_node_id}/"
+
+        def home(ref: Ref) -> Queue | None:
+            route = ref.msg.proto.properties.get(ROUTE_TO)
+            keys = route.string_value.split(ROUTE_SEP) if route is not None else []
+            if len(keys) != 1 or not keys[0].startswith(prefix):
+                return None  # a topic copy (no key), or more than one queue: it stays
+            name = keys[0][len(prefix):]
+            return None if name in held else self.broker.queues.get(name)
+
+        refs = sf.take_waiting(lambda ref: home(ref) is not None, sf.waiting + len(sf.delayed))
+        staged = []
+        for ref in refs:
+            proto = copy_message(self.broker, ref, ref.msg.address)
+            proto.routing_type = ref.msg.proto.routing_type
+            del proto.properties[ROUTE_TO]
+            staged.extend(transfer(self.broker, ref, server_message(proto), [home(ref)], jpb.REMOVED))
+        if refs:
+            log.info("network link %s: %d messages waiting for %s go back to their queues (it moved)",
+                     self.name, len(refs), self.target_node_name or self.target_node_id)
+            self.broker.delivery.enqueue_when_stored(staged)
+
+    def close_subscriptions(self) -> None:
+        for sub in self.subscriptions.values():
+            sub.close(keep_queue=True)
+        self.subscriptions.clear()
+
+    # ------------------------------------------------------------ demand out
+
+    def send_demand(self, delta: OfferDelta, full: bool = False) -> None:
+        """Tell the peer (when connected; a reconnect sends the whole offer)."""
+        if self._out is None or not self.offers:
+            return
+        update = cpb.DemandUpdate(added=[demand_to_proto(d) for d in delta.added], removed=delta.removed, full=full,
+                                  moved=delta.moved)
+        self._out.put_nowait(self.frame(demand=update))
+        self.demand_sent += 1
+
+    # ------------------------------------------------------------ the stream
+
+    async def serve(self, frames: AsyncIterator[Any], write: Write, offer: OfferDelta) -> None:
+        """Run this end over one stream until it ends: forward, receive,
+        offer `offer` in full then its changes, take the peer's demand."""
+        out: asyncio.Queue = asyncio.Queue()
+        self._out = out
+        self._serving = asyncio.current_task()
+        self.state = CONNECTED
+        self.problem = ""
+        self.connected.set()
+        receiver = (Receiver(self.broker, self.target_node_id, self.target_node_name, out, frame=self.frame)
+                    if self.receives else None)
+        if self.forwards:
+            self.attach(out)
+        if self.offers:
+            self.send_demand(offer, full=True)
+        tasks = [asyncio.create_task(write_frames(out, write)),
+                 asyncio.create_task(self._read(frames, receiver))]
+        if not self.dialer:
+            tasks.append(asyncio.create_task(ping(defaults.CC_CHECK_PERIOD, out, PING)))
+        if self.forwards:
+            tasks.append(asyncio.create_task(self._watch_confirms()))
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            self._out = None
+            self.connected.clear()
+            if self.forwards:
+                # What was moved and not confirmed waits in the sf queue, still
+                # counted in flight: while the peer is away its subscriptions
+                # take no more than prefetchSize, the rest stays for others.
+                self.detach()
+
+    def close_stream(self) -> None:
+        """This node is stopping: end the stream this end serves once what is
+        queued for it is written, so the peer sees it close and retries at
+        once instead of waiting out the server's grace period (as cluster
+        links do, link_service.py)."""
+        if self._out is not None:
+            self._out.put_nowait(None)
+
+    async def take_over(self) -> None:
+        """The peer linked again: end the stream it left behind (if this end
+        has not noticed yet) before serving the new one."""
+        task = self._serving
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.wait([task])
+
+    async def _read(self, frames: AsyncIterator[Any], receiver: Receiver | None) -> None:
+        async for frame in frames:
+            kind = frame.WhichOneof("kind")
+            if kind == "demand":
+                self.demand_received += 1
+                self._on_demand(self, frame.demand)
+            elif kind == "forward":
+                if receiver is None:
+                    raise ConnectionError("the peer forwarded over a one-way link's demand side")
+                if not await receiver.take(frame.forward, frames):
+                    return
+            elif kind == "confirm":
+                self.take_confirm(frame.confirm)
+
+    async def _watch_confirms(self) -> None:
+        timeout = defaults.CC_CALL_TIMEOUT / 1000
+        while True:
+            await asyncio.sleep(min(timeout / 4, 1.0))
+            batch_id = self.overdue(timeout)
+            if batch_id is not None:
+                raise TimeoutError(f"batch {batch_id} not confirmed within {defaults.CC_CALL_TIMEOUT} ms")
+
+
+async def read_with_ttl(call: grpc.aio.StreamStreamCall, ttl_s: float):
+    """The frames of a dialed link; nothing at all (not even a ping) for `ttl_s` ends it."""
+    while True:
+        frame = await wait_for(call.read(), ttl_s)
+        if frame is grpc.aio.EOF:
+            return
+        yield frame
