@@ -243,7 +243,10 @@ def from_rpc_error(err: grpc.RpcError) -> MeshMQError:
             reason = Reason.PERMISSION_DENIED.value
         elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             reason = Reason.MESSAGE_TOO_LARGE.value
-        elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            # CANCELLED reaches a caller as an RpcError only when the far side ended the
+            # call (a server stopping cancels what it still runs, e.g. a backup's passive
+            # acceptors as it activates); the caller's own cancel raises CancelledError.
             reason = Reason.CONNECTION_FAILED.value
         else:
             reason = Reason.INTERNAL.value

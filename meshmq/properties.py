@@ -21,6 +21,26 @@ SCHED_DELIVERY = "_AMQ_SCHED_DELIVERY"
 SCHED_DELAY = "_AMQ_SCHED_DELAY"
 
 
+def scheduling_properties(props: Mapping[str, PropertyValue], delivery_time: int, delivery_delay: int
+                          ) -> tuple[dict[str, PropertyValue], int, int]:
+    """Artemis's scheduling properties as the message's `delivery_time` and
+    `delivery_delay` fields (an argument already given wins): the rest of
+    `props`, the time and the delay. The router reads the fields, not the
+    property map, so a message that is not scheduled costs it nothing."""
+    rest = dict(props)
+    for name in (SCHED_DELIVERY, SCHED_DELAY):
+        value = rest.pop(name, None)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"property {name} must be an int (milliseconds), got {value!r}")
+        if name == SCHED_DELIVERY:
+            delivery_time = delivery_time or value
+        else:
+            delivery_delay = delivery_delay or value
+    return rest, delivery_time, delivery_delay
+
+
 def set_properties(target, props: Mapping[str, PropertyValue]) -> None:
     """Copy a mapping of Python values into a `map<string, Value>` field."""
     for key, value in props.items():

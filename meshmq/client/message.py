@@ -94,6 +94,12 @@ class ReceivedMessage:
         """JMSXGroupSeq: the message's place in its group (0 if unset)."""
         return self.proto.group_seq
 
+    @property
+    def delivery_time(self) -> int:
+        """When the message was scheduled for (ms since the epoch, the
+        router's clock; `_AMQ_SCHED_DELIVERY`); 0 if it was not scheduled."""
+        return self.proto.delivery_time
+
     def ack(self) -> None:
         """Acknowledge this message (sent with the next batch of acks, without waiting)."""
         self._consumer.ack(self)

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from meshmq.errors import MeshMQError, MessageTooLargeError, Reason, error_for
 from meshmq.transport import MAX_CLIENT_FRAME
-from meshmq.properties import SCHED_DELAY, SCHED_DELIVERY, PropertyValue, set_properties
+from meshmq.properties import SCHED_DELAY, SCHED_DELIVERY, PropertyValue, scheduling_properties, set_properties
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
 
@@ -117,9 +117,10 @@ class Producer:
         JMSXGroupSeq (selectors name them so); unset, they cost nothing.
         Scheduled delivery: the router stores and confirms the message at
         once but delivers it no earlier than `delivery_time` (ms since the
-        epoch, the `_AMQ_SCHED_DELIVERY` property) or `delivery_delay` ms
-        after it accepts it (`_AMQ_SCHED_DELAY`, timed by the router's clock,
-        not this one's).
+        epoch) or `delivery_delay` ms after it accepts it (timed by the
+        router's clock, not this one's). Artemis's properties
+        `_AMQ_SCHED_DELIVERY` and `_AMQ_SCHED_DELAY` in `properties` mean
+        the same and are sent as these fields.
         """
         session = self._session
         if not session.ready.is_set():
@@ -137,14 +138,9 @@ class Producer:
                 raise ValueError("an idempotent producer stamps its own duplicate ids; do not pass one")
             duplicate_id = f"{self.idempotent_key}:{next(self._sequence)}"
         body = bytes(body)
-        if delivery_time or delivery_delay:
-            if delivery_time < 0 or delivery_delay < 0:
-                raise ValueError("delivery_time and delivery_delay must not be negative")
-            properties = dict(properties or {})
-            if delivery_time:
-                properties[SCHED_DELIVERY] = delivery_time
-            else:
-                properties[SCHED_DELAY] = delivery_delay
+        if properties and (SCHED_DELIVERY in properties or SCHED_DELAY in properties):
+            properties, delivery_time, delivery_delay = scheduling_properties(properties, delivery_time,
+                                                                             delivery_delay)
         if ttl:
             import time
 
@@ -160,6 +156,10 @@ class Producer:
         if reply_to or correlation_id or type or group_id or group_seq:
             fields.update(reply_to=reply_to, correlation_id=correlation_id, type=type, group_id=group_id,
                           group_seq=group_seq)
+        if delivery_time or delivery_delay:
+            if delivery_time < 0 or delivery_delay < 0:
+                raise ValueError("delivery_time and delivery_delay must not be negative")
+            fields.update(delivery_time=delivery_time, delivery_delay=delivery_delay)
         if len(body) > self._large_at:
             return await self._send_large(body, properties, fields)
         if len(body) > MAX_CLIENT_FRAME - _FRAME_MARGIN:

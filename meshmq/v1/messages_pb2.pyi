@@ -31,7 +31,7 @@ class Value(_message.Message):
     def __init__(self, string_value: _Optional[str] = ..., int_value: _Optional[int] = ..., float_value: _Optional[float] = ..., bool_value: _Optional[bool] = ..., bytes_value: _Optional[bytes] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("message_id", "address", "body", "properties", "durable", "priority", "timestamp", "expiration", "duplicate_id", "routing_type", "large", "body_size", "node_id", "user_id", "reply_to", "correlation_id", "type", "group_id", "group_seq")
+    __slots__ = ("message_id", "address", "body", "properties", "durable", "priority", "timestamp", "expiration", "duplicate_id", "routing_type", "large", "body_size", "node_id", "user_id", "reply_to", "correlation_id", "type", "group_id", "group_seq", "delivery_time", "delivery_delay")
     class PropertiesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,8 @@ class Message(_message.Message):
     TYPE_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_SEQ_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_TIME_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_DELAY_FIELD_NUMBER: _ClassVar[int]
     message_id: int
     address: str
     body: bytes
@@ -77,4 +79,6 @@ class Message(_message.Message):
     type: str
     group_id: str
     group_seq: int
-    def __init__(self, message_id: _Optional[int] = ..., address: _Optional[str] = ..., body: _Optional[bytes] = ..., properties: _Optional[_Mapping[str, Value]] = ..., durable: _Optional[bool] = ..., priority: _Optional[int] = ..., timestamp: _Optional[int] = ..., expiration: _Optional[int] = ..., duplicate_id: _Optional[str] = ..., routing_type: _Optional[_Union[RoutingType, str]] = ..., large: _Optional[bool] = ..., body_size: _Optional[int] = ..., node_id: _Optional[str] = ..., user_id: _Optional[str] = ..., reply_to: _Optional[str] = ..., correlation_id: _Optional[str] = ..., type: _Optional[str] = ..., group_id: _Optional[str] = ..., group_seq: _Optional[int] = ...) -> None: ...
+    delivery_time: int
+    delivery_delay: int
+    def __init__(self, message_id: _Optional[int] = ..., address: _Optional[str] = ..., body: _Optional[bytes] = ..., properties: _Optional[_Mapping[str, Value]] = ..., durable: _Optional[bool] = ..., priority: _Optional[int] = ..., timestamp: _Optional[int] = ..., expiration: _Optional[int] = ..., duplicate_id: _Optional[str] = ..., routing_type: _Optional[_Union[RoutingType, str]] = ..., large: _Optional[bool] = ..., body_size: _Optional[int] = ..., node_id: _Optional[str] = ..., user_id: _Optional[str] = ..., reply_to: _Optional[str] = ..., correlation_id: _Optional[str] = ..., type: _Optional[str] = ..., group_id: _Optional[str] = ..., group_seq: _Optional[int] = ..., delivery_time: _Optional[int] = ..., delivery_delay: _Optional[int] = ...) -> None: ...

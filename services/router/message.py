@@ -11,7 +11,6 @@ from __future__ import annotations
 from meshmq.properties import PropertyValue, value_of
 from meshmq.v1 import messages_pb2 as mpb
 
-from .scheduled import deliver_at
 
 
 class ServerMessage:
@@ -64,12 +63,9 @@ class ServerMessage:
         self.forwards: dict | None = None
         self._props: dict[str, PropertyValue | None] | None = None
         # Not to be delivered before this time, ms since the epoch; 0: at once
-        # (scheduled.py). Given by a caller that knows it (a client's send, a
-        # copy), read from the properties otherwise (a stored or forwarded message).
-        if scheduled_at is None:
-            props = proto.properties
-            scheduled_at = deliver_at(props) if props else 0
-        self.deliver_at: int = scheduled_at
+        # (scheduled.py). Given by a caller that has read it (a client's send, a
+        # copy), read from the message otherwise (a stored or forwarded one).
+        self.deliver_at: int = proto.delivery_time if scheduled_at is None else scheduled_at
 
     def lookup(self, name: str) -> PropertyValue | None:
         """Selector identifier lookup: header fields first, then properties."""
@@ -122,6 +118,7 @@ _HEADERS = {
     "_AMQ_GROUP_ID": _field("_AMQ_GROUP_ID", "group_id"),
     "JMSXGroupSeq": _field("_AMQ_GROUP_SEQUENCE", "group_seq"),
     "_AMQ_GROUP_SEQUENCE": _field("_AMQ_GROUP_SEQUENCE", "group_seq"),
+    "_AMQ_SCHED_DELIVERY": lambda m: m.deliver_at or None,
 }
 
 

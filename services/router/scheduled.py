@@ -1,12 +1,16 @@
 """Scheduled delivery: a message that may not be delivered before a given time.
 
-As in Artemis, the time is the message property `_AMQ_SCHED_DELIVERY`
-(milliseconds since the epoch, a long). `_AMQ_SCHED_DELAY` (milliseconds
-after the router accepts the message) is accepted too and turned into
-`_AMQ_SCHED_DELIVERY` on arrival (`stamp`); when both are set the time wins,
-as Artemis reads its AMQP delivery-time over a delay. Only the absolute time
-is stored, so it is the one a restart recovers and a cluster bridge forwards:
-a delay would start again on every hop and after every restart.
+Artemis clients schedule with the message properties `_AMQ_SCHED_DELIVERY`
+(milliseconds since the epoch) and `_AMQ_SCHED_DELAY` (milliseconds after the
+broker accepts the message). Here they are two message fields,
+`delivery_time` and `delivery_delay`: the SDK turns the properties into them
+(meshmq/client/producer.py), so the router reads two integers per message
+instead of looking into every message's property map on the hot path, and a
+selector still names `_AMQ_SCHED_DELIVERY` (message.py). A delay becomes a
+time on arrival (`stamp`, by the router's clock); when both are set the time
+wins, as Artemis reads its AMQP delivery-time over a delay. Only the time is
+stored, so it is the one a restart recovers and a cluster bridge forwards: a
+delay would start again on every hop and after every restart.
 
 A scheduled message is routed, stored and confirmed at once. Each queue holds
 its reference among those waiting out a delay (`Queue.delayed`, the same
@@ -19,45 +23,27 @@ the queue on the far node holds it.
 
 from __future__ import annotations
 
-from meshmq.properties import SCHED_DELAY, SCHED_DELIVERY
+from meshmq.errors import BrokerError, Reason
 from meshmq.routing_names import STORE_AND_FORWARD_PREFIX
 from meshmq.v1 import messages_pb2 as mpb
 
-__all__ = ["SCHED_DELAY", "SCHED_DELIVERY", "deliver_at", "held_by", "stamp"]
+__all__ = ["held_by", "stamp"]
 
 
-def _millis(props, name: str) -> int | None:
-    """The property as a long; None when it is set but is not one."""
-    v = props[name]
-    return v.int_value if v.WhichOneof("kind") == "int_value" else None
-
-
-def stamp(m: mpb.Message, now: int) -> str | None:
-    """Check a client message's scheduling properties and turn a delay into a
-    time (`now` + delay); returns the problem, if any, for INVALID_REQUEST.
-    Only called when one of the two properties is present."""
-    props = m.properties
-    if SCHED_DELIVERY in props:
-        if _millis(props, SCHED_DELIVERY) is None:
-            return f"property {SCHED_DELIVERY} must be a long (milliseconds since the epoch)"
-        if SCHED_DELAY in props:
-            del props[SCHED_DELAY]
-        return None
-    delay = _millis(props, SCHED_DELAY)
-    if delay is None:
-        return f"property {SCHED_DELAY} must be a long (milliseconds)"
-    del props[SCHED_DELAY]
-    if delay > 0:
-        props[SCHED_DELIVERY].int_value = now + delay
-    return None
-
-
-def deliver_at(props) -> int:
-    """A stored message's scheduled time (0: none)."""
-    if SCHED_DELIVERY not in props:
-        return 0
-    at = _millis(props, SCHED_DELIVERY)
-    return at if at and at > 0 else 0
+def stamp(m: mpb.Message, now: int) -> int:
+    """A client message's scheduled time, a delay turned into one (`now` +
+    delay) and the delay field cleared; INVALID_REQUEST for a negative value.
+    Called only when one of the two fields is set."""
+    at, delay = m.delivery_time, m.delivery_delay
+    if at < 0 or delay < 0:
+        raise BrokerError(Reason.INVALID_REQUEST,
+                          f"delivery_time ({at}) and delivery_delay ({delay}) must not be negative "
+                          "(properties _AMQ_SCHED_DELIVERY and _AMQ_SCHED_DELAY)")
+    if delay:
+        m.ClearField("delivery_delay")
+        if not at:
+            m.delivery_time = at = now + delay
+    return at
 
 
 def held_by(queue_name: str) -> bool:

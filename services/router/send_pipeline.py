@@ -37,7 +37,6 @@ from .access import Access
 from .addresses import Address, check_name, not_internal
 from .cluster import balancing
 from .delivery import Delivery
-from .scheduled import SCHED_DELAY, SCHED_DELIVERY
 from .duplicates import DuplicateClaim, DuplicateDetection
 from .large_body import copy_body, drop_body
 from .memory_use import MemoryUse
@@ -196,13 +195,9 @@ class SendPipeline:
             delay = node.settings(address).expiry_delay
             if delay is not None and delay > 0:
                 m.expiration = now + delay
-        at = 0
-        props = m.properties
-        if props and (SCHED_DELIVERY in props or SCHED_DELAY in props):
-            problem = scheduled.stamp(m, now)
-            if problem is not None:
-                raise BrokerError(Reason.INVALID_REQUEST, problem)
-            at = scheduled.deliver_at(props)
+        at = m.delivery_time
+        if at or m.delivery_delay:
+            at = scheduled.stamp(m, now)
         encoded = m.ByteSize()
         problem = message_problem(m, encoded)
         if problem is not None:

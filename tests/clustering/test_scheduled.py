@@ -1,6 +1,6 @@
 """A scheduled message sent on A for a consumer on B (ON_DEMAND) crosses the
 cluster bridge at once and waits on B, which delivers it at its time: the
-time travels in the `_AMQ_SCHED_DELIVERY` property."""
+time travels in the message's `delivery_time` field."""
 
 from __future__ import annotations
 
@@ -42,5 +42,5 @@ async def test_a_scheduled_message_forwarded_over_a_bridge_waits_on_the_far_node
         assert sum(q.message_count for q in await a_conn.admin.list_queues()) == 0
         assert await c.receive(max(0.0, (at - now_ms()) / 1000 - 0.05)) is None
         msg = await c.receive(5)
-        assert msg.body == b"later" and now_ms() >= at and msg.properties["_AMQ_SCHED_DELIVERY"] == at
+        assert msg.body == b"later" and now_ms() >= at and msg.delivery_time == at
         msg.ack()

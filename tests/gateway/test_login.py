@@ -75,7 +75,7 @@ def test_an_unknown_user_is_refused_as_slowly_and_in_the_same_words_as_a_wrong_p
     gateway = gateway_with("{free-attempts: 1000}")
     unknown, wrong = [], []
     with from_address(gateway, "127.0.0.1") as client:
-        for i in range(15):  # interleaved, so load on the machine hits both alike
+        for i in range(25):  # interleaved, so load on the machine hits both alike
             seconds, refused = log_in(client, f"nobody{i}", "guess")
             unknown.append(seconds)
             assert refused.status_code == 401, refused.text
@@ -83,10 +83,11 @@ def test_an_unknown_user_is_refused_as_slowly_and_in_the_same_words_as_a_wrong_p
             wrong.append(seconds)
             assert wrong_password.status_code == 401 and wrong_password.json() == refused.json()
     # The quickest of each: load from other tests only ever adds time, so the minimum is the
-    # cost of the refusal itself (a median of 15 under 4 busy workers swung 94 against 65 ms).
+    # cost of the refusal itself (a median of 15 under 4 busy workers swung 94 against 65 ms;
+    # the minimum of 15 on a loaded two-core machine still went 114 against 79 ms).
     fast, slow = sorted((min(unknown), min(wrong)))
-    # Before: 3.2 ms against 54.7 ms.
-    assert fast >= 0.7 * slow, f"unknown user {min(unknown) * 1000:.1f} ms (median " \
+    # Before: 3.2 ms against 54.7 ms, a factor of 17; equal costs stay within a factor of 2.
+    assert fast >= 0.5 * slow, f"unknown user {min(unknown) * 1000:.1f} ms (median " \
                                f"{statistics.median(unknown) * 1000:.1f}), wrong password " \
                                f"{min(wrong) * 1000:.1f} ms (median {statistics.median(wrong) * 1000:.1f})"
 

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from meshmq.client import connect
-from meshmq.errors import MeshMQError, Reason
 from tests.fixtures.nodes import eventually
 from tests.integration.shared import uniq
 
@@ -39,7 +38,7 @@ async def test_a_message_scheduled_for_a_time_is_stored_at_once_and_delivered_at
     msg = await c.receive(5)
     arrived = now_ms()
     assert msg.body == b"later" and arrived >= at
-    assert msg.properties["_AMQ_SCHED_DELIVERY"] == at and msg.delivery_count == 1
+    assert msg.delivery_time == at and msg.delivery_count == 1
     msg.ack()
     await eventually(lambda: _counts(conn, q, (0, 0)), 5, "the queue to be empty")
 
@@ -58,16 +57,37 @@ async def test_a_delay_counts_from_the_routers_arrival_and_is_stored_as_a_time(c
     msg = await c.receive(5)
     assert now_ms() >= before + 1200
     # The router turned the delay into the absolute time it keeps (restart, cluster bridges).
-    assert before + 1200 <= msg.properties["_AMQ_SCHED_DELIVERY"] <= after + 1200
-    assert "_AMQ_SCHED_DELAY" not in msg.properties
+    assert before + 1200 <= msg.delivery_time <= after + 1200
+    assert msg.proto.delivery_delay == 0 and not msg.properties
     msg.ack()
 
 
-async def test_a_scheduled_time_that_is_not_a_long_is_refused(conn):
+async def test_artemis_scheduling_properties_schedule_and_a_selector_names_the_time(conn):
+    """A client written for Artemis sets `_AMQ_SCHED_DELAY` / `_AMQ_SCHED_DELIVERY`
+    as properties: the SDK sends them as the message's fields, and a
+    selector on `_AMQ_SCHED_DELIVERY` reads the stored time."""
+    q = uniq("sched.props")
+    s = await conn.session()
+    await conn.admin.create_queue(q, routing_type="anycast")
+    p = await s.create_producer(q)
+    before = now_ms()
+    await p.send(b"delayed", routing_type="anycast", properties={"_AMQ_SCHED_DELAY": 800, "kind": "d"})
+    await p.send(b"timed", routing_type="anycast", properties={"_AMQ_SCHED_DELIVERY": before + 600})
+    await p.send(b"plain", routing_type="anycast")
+    assert (await conn.admin.queue(q)).scheduled_count == 2
+    c = await s.create_consumer(q, filter=f"_AMQ_SCHED_DELIVERY >= {before + 700}")
+    msg = await c.receive(5)
+    assert msg.body == b"delayed" and now_ms() >= before + 800 and msg.properties == {"kind": "d"}
+    msg.ack()
+    assert await c.receive(0.3) is None  # "timed" (600) and "plain" (none) do not match
+
+
+async def test_a_scheduled_time_that_is_not_a_long_is_refused_by_the_sdk(conn):
     p = await (await conn.session()).create_producer(uniq("sched.bad"))
-    with pytest.raises(MeshMQError) as err:
+    with pytest.raises(ValueError, match="_AMQ_SCHED_DELIVERY"):
         await p.send(b"x", routing_type="anycast", properties={"_AMQ_SCHED_DELIVERY": "tomorrow"})
-    assert err.value.reason == Reason.INVALID_REQUEST and "_AMQ_SCHED_DELIVERY" in str(err.value)
+    with pytest.raises(ValueError, match="must not be negative"):
+        await p.send(b"x", routing_type="anycast", delivery_delay=-5)
 
 
 async def _counts(conn, q, expected):
@@ -96,7 +116,7 @@ async def test_scheduled_messages_survive_kill9_and_keep_their_original_time(nod
         got = [await c.receive(5), await c.receive(5)]
         arrived = now_ms()
         assert sorted(m.body for m in got) == [b"at", b"delay"] and arrived >= at
-        times = {m.body: m.properties["_AMQ_SCHED_DELIVERY"] for m in got}
+        times = {m.body: m.delivery_time for m in got}
         # The original times: the delay counted from the first arrival, not from the restart.
         assert times[b"at"] == at and sent + 5000 <= times[b"delay"] <= confirmed + 5000
         for m in got:

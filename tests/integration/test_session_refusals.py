@@ -244,3 +244,23 @@ async def test_the_sdk_refuses_credit_below_one_byte_before_sending_it(router):
                 consumer.grant(credits)
         await (await session.create_producer(queue)).send(b"still", routing_type="anycast")
         assert (await consumer.receive(ANSWER_S)).body == b"still"  # the consumer was not broken by it
+
+
+async def test_a_negative_scheduled_time_or_delay_is_refused_by_name_and_the_rest_of_the_batch_goes_on(router):
+    queue = uniq("sched-negative")
+    async with canary(router), raw_session(router) as s:
+        await s.send(create_producer=bpb.CreateProducer(producer_id=1, address=queue))
+        await s.expect("producer_created")
+        await s.send(send=bpb.SendBatch(producer_id=1, batch_id=1, messages=[
+            mpb.Message(body=b"a", routing_type=mpb.ANYCAST, delivery_time=-1),
+            mpb.Message(body=b"b", routing_type=mpb.ANYCAST, delivery_delay=-20),
+            mpb.Message(body=b"c", routing_type=mpb.ANYCAST)]))
+        confirm = await s.expect("confirm")
+        assert [(r.index, r.reason) for r in confirm.rejections] == [(0, "INVALID_REQUEST"), (1, "INVALID_REQUEST")]
+        assert all("must not be negative" in r.detail and "delivery_time" in r.detail for r in confirm.rejections)
+        await s.send(create_consumer=bpb.CreateConsumer(consumer_id=1, queue=queue, routing_type=mpb.ANYCAST,
+                                                        window_size=-1))
+        await s.expect("consumer_created")
+        deliveries = await s.expect("deliveries")
+        assert [d.message.body for d in deliveries.deliveries] == [b"c"]
+    assert_no_traceback(router)
