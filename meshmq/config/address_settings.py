@@ -46,7 +46,10 @@ class ResolvedAddressSettings:
     auto_create_queues: bool = defaults.AUTO_CREATE_QUEUES
     auto_create_addresses: bool = defaults.AUTO_CREATE_ADDRESSES
     auto_delete_queues: bool = defaults.AUTO_DELETE_QUEUES
+    auto_delete_queues_delay: int = defaults.AUTO_DELETE_QUEUES_DELAY
+    auto_delete_queues_message_count: int = defaults.AUTO_DELETE_QUEUES_MESSAGE_COUNT
     auto_delete_addresses: bool = defaults.AUTO_DELETE_ADDRESSES
+    auto_delete_addresses_delay: int = defaults.AUTO_DELETE_ADDRESSES_DELAY
     default_address_routing_type: str = defaults.DEFAULT_ADDRESS_ROUTING_TYPE
     default_queue_routing_type: str = defaults.DEFAULT_QUEUE_ROUTING_TYPE
     send_to_dla_on_no_route: bool = defaults.SEND_TO_DLA_ON_NO_ROUTE

@@ -275,8 +275,15 @@ AUTO_CREATE_QUEUES: Final = True
 AUTO_CREATE_ADDRESSES: Final = True
 # auto-delete-queues: an auto-created queue is deleted once it has no consumers and no messages.
 AUTO_DELETE_QUEUES: Final = True
+# auto-delete-queues-delay: ms an auto-created queue must have been without consumers before it is deleted.
+AUTO_DELETE_QUEUES_DELAY: Final = 0
+# auto-delete-queues-message-count: an auto-created queue is deleted only if it holds at most this many messages
+# (they go with it); -1 = whatever it holds.
+AUTO_DELETE_QUEUES_MESSAGE_COUNT: Final = 0
 # auto-delete-addresses: an auto-created address is deleted once it has no queues.
 AUTO_DELETE_ADDRESSES: Final = True
+# auto-delete-addresses-delay: ms an auto-created address must have been without queues before it is deleted.
+AUTO_DELETE_ADDRESSES_DELAY: Final = 0
 # default-address-routing-type: routing type of auto-created addresses.
 DEFAULT_ADDRESS_ROUTING_TYPE: Final = "MULTICAST"
 # default-queue-routing-type: routing type of auto-created queues.

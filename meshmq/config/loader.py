@@ -279,7 +279,10 @@ address-settings:
     auto-create-queues: {b(defaults.AUTO_CREATE_QUEUES)}
     auto-create-addresses: {b(defaults.AUTO_CREATE_ADDRESSES)}
     auto-delete-queues: {b(defaults.AUTO_DELETE_QUEUES)}
+    auto-delete-queues-delay: {b(defaults.AUTO_DELETE_QUEUES_DELAY)}
+    auto-delete-queues-message-count: {b(defaults.AUTO_DELETE_QUEUES_MESSAGE_COUNT)}
     auto-delete-addresses: {b(defaults.AUTO_DELETE_ADDRESSES)}
+    auto-delete-addresses-delay: {b(defaults.AUTO_DELETE_ADDRESSES_DELAY)}
     default-address-routing-type: {b(defaults.DEFAULT_ADDRESS_ROUTING_TYPE)}
     default-queue-routing-type: {b(defaults.DEFAULT_QUEUE_ROUTING_TYPE)}
 

@@ -372,7 +372,13 @@ class AddressSettings(ConfigModel):
     auto_create_queues: bool | None = None
     auto_create_addresses: bool | None = None
     auto_delete_queues: bool | None = None
+    # Milliseconds (services/router/auto_delete.py).
+    auto_delete_queues_delay: Annotated[int, Field(ge=0)] | None = None
+    # -1 = delete whatever the queue holds.
+    auto_delete_queues_message_count: Annotated[int, Field(ge=-1)] | None = None
     auto_delete_addresses: bool | None = None
+    # Milliseconds.
+    auto_delete_addresses_delay: Annotated[int, Field(ge=0)] | None = None
     default_address_routing_type: RoutingType | None = None
     default_queue_routing_type: RoutingType | None = None
     send_to_dla_on_no_route: bool | None = None

@@ -28,6 +28,7 @@ from meshmq.v1 import journal_pb2 as jpb
 
 from . import dead_letter, paging
 from .addresses import Address, check_name, compile_filter, not_internal
+from .auto_delete import AutoDelete, should_delete_queue
 from .cluster.bindings import RemoteBindings
 from .cluster.bindings_order import OfferedVersions
 from .cluster.redistribution import Redistribution
@@ -110,6 +111,12 @@ class Broker:
         self.delivery = Delivery(self, lambda ref, target, kind: dead_letter.move(self, ref, target, kind))
         self.sender = SendPipeline(self, self.delivery)
         self.redistribution = Redistribution(self)
+        # auto-delete-queues / -addresses and their delays (auto_delete.py).
+        self.auto_delete = AutoDelete(
+            self.settings, self._auto_deletable,
+            lambda q: self.delete_queue(q.name, force=True),
+            self._drop_address, self.addresses_get,
+        )
 
     # ------------------------------------------------------------ lifecycle
 
@@ -160,6 +167,7 @@ class Broker:
 
     async def stop(self) -> None:
         self.stopping = True
+        self.auto_delete.close()
         if self.batcher is not None:
             await self.batcher.close()
 
@@ -323,15 +331,23 @@ class Broker:
                 self.wildcards.queues_changed(addr, self.addresses)
         if q.durable:
             self.batch().delete_queues.append(q.id)
-        if addr is not None and addr.auto_created and not addr.queues and self.settings(addr.name).auto_delete_addresses:
-            del self.addresses[addr.name]
-            self.wildcards.address_removed(addr)
-            self.duplicates.drop(addr.name)
-            if self.persistence_enabled:
-                self.batch().delete_addresses.append(addr.name)
         log.info("deleted queue %s (%d messages removed)", name, removed)
+        if addr is not None and addr.auto_created and not addr.queues and self.settings(addr.name).auto_delete_addresses:
+            self.auto_delete.address_unused(addr)
         self.bindings_changed()
         return removed
+
+    def addresses_get(self, name: str) -> Address | None:
+        """The address named `name` now (None: there is none)."""
+        return self.addresses.get(name)
+
+    def _drop_address(self, addr: Address) -> None:
+        """Remove `addr` (which has no queues) from memory and the store."""
+        del self.addresses[addr.name]
+        self.wildcards.address_removed(addr)
+        self.duplicates.drop(addr.name)
+        if self.persistence_enabled:
+            self.batch().delete_addresses.append(addr.name)
 
     def create_address(self, name: str, routing_types: Iterable[int]) -> Address:
         """An address with `routing_types` (ANYCAST when none), or the existing
@@ -374,11 +390,7 @@ class Broker:
             )
         removed = sum(self.delete_queue(q, force=True) for q in list(addr.queues))
         if self.addresses.get(name) is addr:  # (deleting its last queue may have auto-deleted it)
-            del self.addresses[name]
-            self.wildcards.address_removed(addr)
-            self.duplicates.drop(name)
-            if self.persistence_enabled:
-                self.batch().delete_addresses.append(name)
+            self._drop_address(addr)
         log.info("deleted address %s (%d messages removed)", name, removed)
         return removed
 
@@ -406,11 +418,18 @@ class Broker:
         return len(refs) + paged
 
     def maybe_auto_delete(self, q: Queue) -> None:
-        """After the last consumer left: drop a temporary or empty auto-created queue."""
-        if q.deleted or q.deleting or q.consumers:
-            return
-        if q.temporary or (q.auto_created and q.holds_nothing and self.settings(q.address).auto_delete_queues):
-            self.delete_queue(q.name, force=True)
+        """After the last consumer left: delete a temporary queue, or an
+        auto-created one its address settings let go (auto_delete.py), at once
+        or after auto-delete-queues-delay."""
+        self.auto_delete.queue_unused(q, temporary=q.temporary)
+
+    def _auto_deletable(self, q: Queue) -> bool:
+        s = self.settings(q.address)
+        return should_delete_queue(
+            temporary=q.temporary, auto_created=q.auto_created, auto_delete_queues=s.auto_delete_queues,
+            message_count=q.message_count, max_message_count=s.auto_delete_queues_message_count,
+            busy=bool(q.incoming),
+        )
 
     # ------------------------------------------------------------ sending
 
@@ -428,6 +447,7 @@ class Broker:
             notify()
 
     def consumer_attached(self, q: Queue) -> None:
+        self.auto_delete.queue_used(q)
         self.redistribution.consumer_attached(q)
         self.bindings_changed()
 

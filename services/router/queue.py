@@ -173,11 +173,6 @@ class Queue:
         return len(self.delayed)
 
     @property
-    def holds_nothing(self) -> bool:
-        """Nothing waiting, paged, delivering, delayed or on its way in: safe to auto-delete."""
-        return not (self.waiting or self.delivering or self.delayed or self.incoming or self.paged_messages)
-
-    @property
     def has_page(self) -> bool:
         """Messages of this queue are paged or on their way into the page: new ones must follow them there."""
         return bool(self.paged_messages or self.paging_in)
