@@ -238,22 +238,29 @@ def send(url, address, body, body_file, count, properties, durable, priority, tt
 @click.option("--url", default=DEFAULT_URL, show_default=True)
 @click.option("--queue", default="")
 @click.option("--address", default="", help="Subscribe to a multicast address instead of a queue.")
-@click.option("--subscription", default="", help="Durable subscription name (with --address).")
+@click.option("--subscription", default="", help="Durable subscription name (with --address); unshared, it needs --client-id.")
+@click.option("--shared", is_flag=True, help="A shared subscription (JMS 2.0): several consumers share its messages.")
+@click.option("--client-id", default="", help="The connection's client id, which qualifies a subscription: CLIENT.NAME.")
 @click.option("--filter", "filter_", default="", help="Selector, e.g. \"color = 'red' AND weight > 5\".")
 @click.option("--count", default=1, show_default=True, type=click.IntRange(min=0), help="0 = until --timeout.")
 @click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait for each message.")
 @click.option("--no-ack", is_flag=True, help="Leave messages unacknowledged (they are redelivered).")
-def receive(url, queue, address, subscription, filter_, count, timeout, no_ack) -> None:
+def receive(url, queue, address, subscription, shared, client_id, filter_, count, timeout, no_ack) -> None:
     """Receive messages and print them."""
+    from urllib.parse import quote
+
     from meshmq.client import connect
 
     if not queue and not address:
         fail("give --queue or --address")
+    if client_id:
+        url += ("&" if "?" in url else "?") + "clientID=" + quote(client_id, safe="")
 
     async def go():
         async with await connect(url) as conn:
             session = await conn.session()
-            consumer = await session.create_consumer(queue, address=address, subscription=subscription, filter=filter_)
+            consumer = await session.create_consumer(queue, address=address, subscription=subscription, filter=filter_,
+                                                     shared=shared)
             got = 0
             while count == 0 or got < count:
                 msg = await consumer.receive(timeout)

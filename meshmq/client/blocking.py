@@ -130,7 +130,13 @@ class Session:
         return Producer(self._loop, self._loop.run(self._inner.create_producer(address, idempotent=idempotent)))
 
     def create_consumer(self, queue: str = "", **kwargs) -> Consumer:
+        """The async Session.create_consumer's options (`address`, `subscription`,
+        `shared`, `durable`, `filter`, `window_size`), blocking."""
         return Consumer(self._loop, self._loop.run(self._inner.create_consumer(queue, **kwargs)))
+
+    def unsubscribe(self, subscription: str) -> int:
+        """Delete a durable subscription of this connection's client id (Session.unsubscribe)."""
+        return self._loop.run(self._inner.unsubscribe(subscription))
 
     def create_browser(self, queue: str, filter: str = "", **kwargs) -> QueueBrowser:
         """As the async Session.create_browser."""

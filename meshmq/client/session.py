@@ -671,6 +671,7 @@ class Session:
                 "producer_created": getattr(body, "producer_id", 0),
                 "consumer_created": getattr(body, "consumer_id", 0),
                 "tx_result": getattr(body, "request_id", 0),
+                "unsubscribed": getattr(body, "request_id", 0),
             }.get(kind, 0)
             fut = self._calls.pop((kind, key), None)
             if fut is not None and not fut.done():
@@ -684,7 +685,7 @@ class Session:
         if e.producer_id:
             candidates.append(("producer_created", e.producer_id))
         if e.request_id:
-            candidates.append(("tx_result", e.request_id))
+            candidates += [("tx_result", e.request_id), ("unsubscribed", e.request_id)]
         for key in candidates:
             fut = self._calls.pop(key, None)
             if fut is not None and not fut.done():
@@ -769,11 +770,30 @@ class Session:
         subscription: str = "",
         filter: str = "",
         window_size: int | None = None,
+        shared: bool = False,
+        durable: bool = True,
     ) -> Consumer:
         """Consume from `queue`, or subscribe to a multicast `address`.
 
-        A subscription with a `subscription` name is durable (it keeps
-        messages while no consumer is attached); without one it is temporary.
+        Without a `subscription` name the subscription is the consumer's own
+        and temporary. With one it is a named subscription, as JMS 2.0 and
+        Artemis have them (docs/broker.md, "Subscriptions"):
+
+        * durable, unshared (JMS `createDurableConsumer`): keeps messages
+          while no consumer is attached, until `unsubscribe`; needs the
+          connection's client id (`clientID` in the URI), which qualifies it:
+          its queue is `clientID.subscription` (`consumer.queue`); one
+          consumer at a time.
+        * `shared=True` (`createSharedDurableConsumer`): any number of
+          consumers, on any connection and node, share it, each message going
+          to one of them; its queue is `clientID.subscription`, or
+          `subscription` without a client id.
+        * `shared=True, durable=False` (`createSharedConsumer`): shared, not
+          stored, and gone with its last consumer (`nonDurable.` in front of
+          its queue's name).
+
+        Asking for an existing durable subscription with another `address` or
+        `filter` replaces it (its messages go) when it has no consumer.
         """
         await self._wait_ready()
         self._flush_acks()
@@ -781,7 +801,8 @@ class Session:
         window = self.options.consumerWindowSize if window_size is None else window_size
         fut = self._expect("consumer_created", cid)
         c = Consumer(self._members, bpb.CreateConsumer(
-            consumer_id=cid, queue=queue, address=address, subscription=subscription, filter=filter, window_size=window
+            consumer_id=cid, queue=queue, address=address, subscription=subscription, filter=filter, window_size=window,
+            shared=shared, durable=durable,
         ))
         self._consumers[cid] = c
         self.write(bpb.SessionRequest(create_consumer=c._create_request()))
@@ -792,6 +813,18 @@ class Session:
             raise
         c.queue = created.queue
         return c
+
+    async def unsubscribe(self, subscription: str) -> int:
+        """Delete the durable subscription `subscription` of this connection's
+        client id with the messages it holds (JMS `Session.unsubscribe`);
+        returns how many there were. Raises with reason QUEUE_NOT_FOUND when
+        there is none, QUEUE_IN_USE while it has consumers."""
+        await self._wait_ready()
+        rid = next(self._ids)
+        fut = self._expect("unsubscribed", rid)
+        self.write(bpb.SessionRequest(unsubscribe=bpb.Unsubscribe(request_id=rid, subscription=subscription)))
+        done = await self._wait(fut)
+        return done.messages_removed
 
     async def create_browser(self, queue: str, filter: str = "", *, page_size: int = 0) -> QueueBrowser:
         """A browser of `queue` on this session's node (browser.py): `async for`

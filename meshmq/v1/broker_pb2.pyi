@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SessionRequest(_message.Message):
-    __slots__ = ("open", "create_producer", "send", "large_chunk", "create_consumer", "flow", "ack", "nack", "close_consumer", "close_producer", "commit", "rollback")
+    __slots__ = ("open", "create_producer", "send", "large_chunk", "create_consumer", "flow", "ack", "nack", "close_consumer", "close_producer", "commit", "rollback", "unsubscribe")
     OPEN_FIELD_NUMBER: _ClassVar[int]
     CREATE_PRODUCER_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class SessionRequest(_message.Message):
     CLOSE_PRODUCER_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     ROLLBACK_FIELD_NUMBER: _ClassVar[int]
+    UNSUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
     open: OpenSession
     create_producer: CreateProducer
     send: SendBatch
@@ -33,10 +34,11 @@ class SessionRequest(_message.Message):
     close_producer: CloseProducer
     commit: TxRequest
     rollback: TxRequest
-    def __init__(self, open: _Optional[_Union[OpenSession, _Mapping]] = ..., create_producer: _Optional[_Union[CreateProducer, _Mapping]] = ..., send: _Optional[_Union[SendBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., create_consumer: _Optional[_Union[CreateConsumer, _Mapping]] = ..., flow: _Optional[_Union[Flow, _Mapping]] = ..., ack: _Optional[_Union[AckBatch, _Mapping]] = ..., nack: _Optional[_Union[NackBatch, _Mapping]] = ..., close_consumer: _Optional[_Union[CloseConsumer, _Mapping]] = ..., close_producer: _Optional[_Union[CloseProducer, _Mapping]] = ..., commit: _Optional[_Union[TxRequest, _Mapping]] = ..., rollback: _Optional[_Union[TxRequest, _Mapping]] = ...) -> None: ...
+    unsubscribe: Unsubscribe
+    def __init__(self, open: _Optional[_Union[OpenSession, _Mapping]] = ..., create_producer: _Optional[_Union[CreateProducer, _Mapping]] = ..., send: _Optional[_Union[SendBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., create_consumer: _Optional[_Union[CreateConsumer, _Mapping]] = ..., flow: _Optional[_Union[Flow, _Mapping]] = ..., ack: _Optional[_Union[AckBatch, _Mapping]] = ..., nack: _Optional[_Union[NackBatch, _Mapping]] = ..., close_consumer: _Optional[_Union[CloseConsumer, _Mapping]] = ..., close_producer: _Optional[_Union[CloseProducer, _Mapping]] = ..., commit: _Optional[_Union[TxRequest, _Mapping]] = ..., rollback: _Optional[_Union[TxRequest, _Mapping]] = ..., unsubscribe: _Optional[_Union[Unsubscribe, _Mapping]] = ...) -> None: ...
 
 class SessionResponse(_message.Message):
-    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect")
+    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect", "unsubscribed")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +48,7 @@ class SessionResponse(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_CREATED_FIELD_NUMBER: _ClassVar[int]
     REDIRECT_FIELD_NUMBER: _ClassVar[int]
+    UNSUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     opened: SessionOpened
     confirm: SendConfirm
     consumer_created: ConsumerCreated
@@ -55,7 +58,8 @@ class SessionResponse(_message.Message):
     error: SessionError
     producer_created: ProducerCreated
     redirect: Redirect
-    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ...) -> None: ...
+    unsubscribed: Unsubscribed
+    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., unsubscribed: _Optional[_Union[Unsubscribed, _Mapping]] = ...) -> None: ...
 
 class Redirect(_message.Message):
     __slots__ = ("node_id", "connector", "reason")
@@ -154,7 +158,7 @@ class Rejection(_message.Message):
     def __init__(self, index: _Optional[int] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class CreateConsumer(_message.Message):
-    __slots__ = ("consumer_id", "queue", "address", "subscription", "filter", "window_size", "routing_type")
+    __slots__ = ("consumer_id", "queue", "address", "subscription", "filter", "window_size", "routing_type", "shared", "durable")
     CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +166,8 @@ class CreateConsumer(_message.Message):
     FILTER_FIELD_NUMBER: _ClassVar[int]
     WINDOW_SIZE_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
+    DURABLE_FIELD_NUMBER: _ClassVar[int]
     consumer_id: int
     queue: str
     address: str
@@ -169,7 +175,27 @@ class CreateConsumer(_message.Message):
     filter: str
     window_size: int
     routing_type: _messages_pb2.RoutingType
-    def __init__(self, consumer_id: _Optional[int] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., subscription: _Optional[str] = ..., filter: _Optional[str] = ..., window_size: _Optional[int] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ...) -> None: ...
+    shared: bool
+    durable: bool
+    def __init__(self, consumer_id: _Optional[int] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., subscription: _Optional[str] = ..., filter: _Optional[str] = ..., window_size: _Optional[int] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., shared: _Optional[bool] = ..., durable: _Optional[bool] = ...) -> None: ...
+
+class Unsubscribe(_message.Message):
+    __slots__ = ("request_id", "subscription")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    subscription: str
+    def __init__(self, request_id: _Optional[int] = ..., subscription: _Optional[str] = ...) -> None: ...
+
+class Unsubscribed(_message.Message):
+    __slots__ = ("request_id", "queue", "messages_removed")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    queue: str
+    messages_removed: int
+    def __init__(self, request_id: _Optional[int] = ..., queue: _Optional[str] = ..., messages_removed: _Optional[int] = ...) -> None: ...
 
 class ConsumerCreated(_message.Message):
     __slots__ = ("consumer_id", "queue")

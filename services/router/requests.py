@@ -88,6 +88,9 @@ class CreateConsumer:
     filter: str
     window_size: int
     routing_type: int
+    # A named subscription (subscriptions.py): shared by several consumers; durable (the default).
+    shared: bool = False
+    durable: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +134,15 @@ class Rollback:
     handed: dict[int, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    request_id: int
+    subscription: str
+
+
 SessionCommand = (
     CreateProducer | CloseProducer | SendMessages | LargeBodyChunk | CreateConsumer | CloseConsumer
-    | GrantCredits | Acknowledge | Reject | Commit | Rollback
+    | GrantCredits | Acknowledge | Reject | Commit | Rollback | Unsubscribe
 )
 
 
@@ -164,7 +173,8 @@ def _convert(req: bpb.SessionRequest, kind: str):
         if c.routing_type not in _ROUTING_TYPES:
             raise InvalidCommand(f"consumer {c.consumer_id}: unknown routing type {c.routing_type} (ANYCAST 1, "
                                  "MULTICAST 2, or 0 for anycast)", consumer_id=c.consumer_id)
-        return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type)
+        return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type,
+                              c.shared, c.durable if c.HasField("durable") else True)
     if kind == "close_consumer":
         c = req.close_consumer
         last_handed = c.last_handed_delivery_id if c.HasField("last_handed_delivery_id") else None
@@ -176,6 +186,8 @@ def _convert(req: bpb.SessionRequest, kind: str):
     if kind == "rollback":
         r = req.rollback
         return Rollback(r.request_id, {h.consumer_id: h.last_handed_delivery_id for h in r.handed})
+    if kind == "unsubscribe":
+        return Unsubscribe(req.unsubscribe.request_id, req.unsubscribe.subscription)
     if kind == "open":
         raise BrokerError(Reason.INVALID_REQUEST, "`open` sent twice: a session is opened once, by its first request")
     raise BrokerError(Reason.INVALID_REQUEST, f"unexpected request {kind or '(empty)'} on an open session")

@@ -20,6 +20,7 @@ from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import journal_pb2 as jpb
 
 from . import requests as rq
+from . import subscriptions
 from .access import Access, log_refusal
 from .addresses import compile_filter, not_internal
 from .broker import Broker
@@ -81,6 +82,7 @@ class ServerSession:
             rq.CloseProducer: self._on_close_producer,
             rq.Commit: self._on_commit,
             rq.Rollback: self._on_rollback,
+            rq.Unsubscribe: self._on_unsubscribe,
         }
 
     # ------------------------------------------------------------ output
@@ -284,34 +286,70 @@ class ServerSession:
             return q, selector
         if not cmd.address:
             raise BrokerError(Reason.INVALID_REQUEST, "a consumer needs a queue or an address")
-        name = cmd.subscription or f"{cmd.address}.{self.id}.{cmd.consumer_id}"
-        q = broker.queues.get(name)
-        if q is not None:
-            self._check_owner(q)
-            if not cmd.subscription:
-                raise BrokerError(
-                    Reason.QUEUE_EXISTS, f"queue {name!r} exists: it cannot be a new temporary subscription"
-                )
-            if q.address != cmd.address or q.routing_type != MULTICAST:
-                raise BrokerError(
-                    Reason.QUEUE_EXISTS,
-                    f"queue {name!r} exists on address {q.address!r}, not as a subscription of {cmd.address!r}",
-                )
-            if q.filter_text != cmd.filter:
-                raise BrokerError(
-                    Reason.INVALID_REQUEST,
-                    f"subscription {name!r} exists with filter {q.filter_text!r}; delete it to change the filter",
-                )
-            self._check(Permission.CONSUME, q.address)
-            return q, None
-        durable = bool(cmd.subscription)
+        if cmd.subscription:
+            return self._subscription_queue(cmd), None
+        if cmd.shared:
+            raise BrokerError(Reason.INVALID_REQUEST, "a shared subscription needs a name")
+        name = f"{cmd.address}.{self.id}.{cmd.consumer_id}"
+        if name in broker.queues:
+            raise BrokerError(Reason.QUEUE_EXISTS, f"queue {name!r} exists: it cannot be a new temporary subscription")
         self._check(Permission.CONSUME, cmd.address)
-        self._check_create(cmd.address, durable=durable)
+        self._check_create(cmd.address, durable=False)
         q = broker.create_queue(
-            name, cmd.address, MULTICAST, cmd.filter, durable=durable, temporary=not durable, auto_created=False,
-            owner=None if durable else Owner(self.id, self.user),
+            name, cmd.address, MULTICAST, cmd.filter, durable=False, temporary=True, auto_created=False,
+            owner=Owner(self.id, self.user),
         )
         return q, None
+
+    def _subscription_queue(self, cmd: rq.CreateConsumer) -> Queue:
+        """The queue of the named subscription `cmd` asks for (subscriptions.py),
+        made, reused or replaced."""
+        wanted = subscriptions.Wanted(cmd.address, cmd.subscription, cmd.filter, self.client_id, cmd.shared,
+                                      cmd.durable)
+        subscriptions.check(wanted)
+        name = subscriptions.queue_name(cmd.subscription, self.client_id, durable=cmd.durable)
+        q = self.broker.queues.get(name)
+        if q is not None:
+            self._check_owner(q)
+        existing = None if q is None else subscriptions.Existing(
+            q.address, q.routing_type == MULTICAST, q.filter_text, len(q.consumers))
+        step = subscriptions.plan(wanted, name, existing)
+        self._check(Permission.CONSUME, cmd.address)
+        if step is subscriptions.Step.USE:
+            return q
+        if step is subscriptions.Step.REPLACE:
+            self._check(Permission.DELETE_DURABLE_QUEUE if q.durable else Permission.DELETE_NON_DURABLE_QUEUE, q.address)
+            log.info("subscription %s changes to address %s, filter %r: its queue %s is replaced",
+                     cmd.subscription, cmd.address, cmd.filter, name)
+        self._check_create(cmd.address, durable=cmd.durable)
+        compile_filter(cmd.filter)  # a bad selector is refused before the old queue goes
+        if step is subscriptions.Step.REPLACE:
+            self.broker.delete_queue(name, force=True)
+        # Shared non-durable: a temporary queue nobody owns, deleted with its last consumer.
+        return self.broker.create_queue(name, cmd.address, MULTICAST, cmd.filter, durable=cmd.durable,
+                                        temporary=not cmd.durable, auto_created=False)
+
+    def _on_unsubscribe(self, cmd: rq.Unsubscribe) -> None:
+        """Delete the durable subscription `cmd.subscription` of this session's
+        client id (JMS unsubscribe; Artemis checks delete-durable-queue)."""
+        try:
+            if not cmd.subscription:
+                raise BrokerError(Reason.INVALID_REQUEST, "unsubscribe needs a subscription name")
+            name = subscriptions.queue_name(cmd.subscription, self.client_id, durable=True)
+            q = self.broker.queues.get(name)
+            if q is None or q.routing_type != MULTICAST or q.temporary:
+                raise BrokerError(Reason.QUEUE_NOT_FOUND,
+                                  f"there is no durable subscription {cmd.subscription!r} (queue {name!r}) to unsubscribe")
+            if q.consumers:
+                raise BrokerError(Reason.QUEUE_IN_USE, f"durable subscription {cmd.subscription!r} (queue {name!r}) "
+                                                       f"has {len(q.consumers)} consumer(s): close them first")
+            self._check(Permission.DELETE_DURABLE_QUEUE, q.address)
+            removed = self.broker.delete_queue(name)
+        except BrokerError as exc:
+            self.error(exc, request_id=cmd.request_id)
+            return
+        self.send(bpb.SessionResponse(unsubscribed=bpb.Unsubscribed(request_id=cmd.request_id, queue=name,
+                                                                    messages_removed=removed)))
 
     def _check_owner(self, q: Queue) -> None:
         """PERMISSION_DENIED (logged) unless this session may consume from `q` (temporary_queues.py)."""

@@ -29,7 +29,7 @@ async def test_each_subscription_across_the_cluster_gets_each_message_once(nodes
             # A temporary subscription on every node, and the durable subscription "audit" on A and B.
             consumers[f"{n}:temp"] = await s.create_consumer(address=TOPIC)
             if n in ("A", "B"):
-                consumers[f"{n}:audit"] = await s.create_consumer(address=TOPIC, subscription="audit")
+                consumers[f"{n}:audit"] = await s.create_consumer(address=TOPIC, subscription="audit", shared=True)
 
         async def a_knows_every_subscription():
             state = await conns[0].admin.cluster_state()

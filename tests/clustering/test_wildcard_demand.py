@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 async def test_a_wildcard_subscription_on_b_gets_matching_messages_sent_on_a(nodes):
     cluster = start_cluster(nodes, {"A": ["B"], "B": ["A"]}, options="message-load-balancing: ON_DEMAND")
     async with await connect(cluster["B"].url) as b_conn, await connect(cluster["A"].url) as a_conn:
-        sub = await (await b_conn.session()).create_consumer(address="news.#", subscription="b-news")
+        sub = await (await b_conn.session()).create_consumer(address="news.#", subscription="b-news", shared=True)
         await wait_bindings(cluster["A"], {("B", "b-news", 1)})
         p = await (await a_conn.session()).create_producer()
         for address in ("news.europe", "sport.news", "news.europe.sport"):

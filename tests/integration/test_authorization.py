@@ -105,12 +105,12 @@ async def test_a_durable_subscription_needs_create_durable_queue(node):
         await admin.admin.create_queue("orders.topic.keep", address="orders.topic", routing_type="multicast")
     async with await as_user(node, "reader") as conn:
         with pytest.raises(PermissionDeniedError) as exc:
-            await (await conn.session()).create_consumer(address="orders.topic", subscription="prod-sub")
+            await (await conn.session()).create_consumer(address="orders.topic", subscription="prod-sub", shared=True)
         refused(exc, "reader", "create-durable-queue", "orders.topic")
         with pytest.raises(PermissionDeniedError):
             await conn.admin.create_queue("orders.topic.mine", address="orders.topic", routing_type="multicast")
     async with await as_user(node, "cons") as conn:
-        await (await conn.session()).create_consumer(address="orders.topic", subscription="cons-sub")
+        await (await conn.session()).create_consumer(address="orders.topic", subscription="cons-sub", shared=True)
     async with await as_user(node, "admin") as admin:
         names = {q.name for q in await admin.admin.list_queues("orders.topic")}
         assert "cons-sub" in names and "prod-sub" not in names and "orders.topic.mine" not in names

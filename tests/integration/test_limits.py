@@ -47,7 +47,7 @@ async def test_every_limit_is_refused_by_name_and_the_node_keeps_serving(router)
             with pytest.raises(InvalidRequestError, match="queue name"):
                 await conn.admin.create_queue(name, address="limits", routing_type="anycast")
         with pytest.raises(InvalidSelectorError, match="NUL"):
-            await s.create_consumer(address="limits", subscription="sub", filter="color = 'a\x00b'")
+            await s.create_consumer(address="limits", subscription="sub", shared=True, filter="color = 'a\x00b'")
 
         # At the limits exactly, everything is stored (the PostgreSQL columns hold it) and works.
         at_limit = "d" * lim.MAX_DUPLICATE_ID_LENGTH

@@ -36,7 +36,7 @@ async def test_anycast_round_trip_keeps_body_and_typed_properties(conn):
 async def test_multicast_gives_every_subscription_a_copy_and_anycast_queues_share(conn):
     news = uniq("news")
     s = await conn.session()
-    subs = [await s.create_consumer(address=news, subscription=f"{news}.sub{i}") for i in range(2)]
+    subs = [await s.create_consumer(address=news, subscription=f"{news}.sub{i}", shared=True) for i in range(2)]
     p = await s.create_producer(news)
     for i in range(4):
         await p.send(f"m{i}".encode(), routing_type="multicast")

@@ -98,7 +98,7 @@ async def test_every_subscription_gets_every_paged_message_in_order(nodes):
     async with await connect(node.url) as conn:
         s = await conn.session()
         for sub in ("a", "b"):
-            await (await s.create_consumer(address="paged.news", subscription=f"sub-{sub}")).close()
+            await (await s.create_consumer(address="paged.news", subscription=f"sub-{sub}", shared=True)).close()
         await fill(conn, "paged.news", 400, routing_type="multicast")
         assert (await queue(conn, "sub-a")).paged_count > 0
         assert await drain(conn, "sub-a", 400) == expected(400)

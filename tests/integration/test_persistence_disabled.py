@@ -16,7 +16,7 @@ async def test_nothing_but_the_node_identity_is_written(nodes):
     node = nodes.router("memory-only", extra="persistence-enabled: false\nid-cache-size: 10\n")
     async with await connect(node.url) as conn:
         s = await conn.session()
-        sub = await s.create_consumer(address="news", subscription="keep")
+        sub = await s.create_consumer(address="news", subscription="keep", shared=True)
         p = await s.create_producer()
         for i in range(20):
             await p.send(f"o{i}".encode(), address="orders", duplicate_id=f"d{i}", routing_type="anycast")

@@ -146,8 +146,8 @@ async def test_multicast_and_filtered_subscriptions_recover_in_order(nodes):
     node = nodes.router("multicast-recovery")
     async with await connect(node.url) as conn:
         s = await conn.session()
-        await s.create_consumer(address="prices", subscription="all-prices")
-        await s.create_consumer(address="prices", subscription="even-prices", filter="n / 2 * 2 = n")
+        await s.create_consumer(address="prices", subscription="all-prices", shared=True)
+        await s.create_consumer(address="prices", subscription="even-prices", shared=True, filter="n / 2 * 2 = n")
         p = await s.create_producer("prices")
         for n in range(1, 41):
             await p.send_async(str(n).encode(), properties={"n": n}, routing_type="multicast")
@@ -157,8 +157,8 @@ async def test_multicast_and_filtered_subscriptions_recover_in_order(nodes):
     node.start()
     async with await connect(node.url) as conn:
         s = await conn.session()
-        all_c = await s.create_consumer(address="prices", subscription="all-prices")
-        even_c = await s.create_consumer(address="prices", subscription="even-prices", filter="n / 2 * 2 = n")
+        all_c = await s.create_consumer(address="prices", subscription="all-prices", shared=True)
+        even_c = await s.create_consumer(address="prices", subscription="even-prices", shared=True, filter="n / 2 * 2 = n")
 
         async def drain(c):
             out = []

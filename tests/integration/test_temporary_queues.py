@@ -57,8 +57,12 @@ async def test_only_the_creating_session_consumes_from_a_temporary_queue(node):
                 with pytest.raises(PermissionDeniedError) as exc:
                     await session.create_consumer(temp)
                 assert f"user {user!r}" in str(exc.value) and repr(temp) in str(exc.value), str(exc.value)
-                with pytest.raises(PermissionDeniedError):  # nor as a "durable subscription" of that name
-                    await session.create_consumer(address="replies.a", subscription=temp)
+        # Nor is it reached as a subscription of that name: a subscription's queue name is escaped
+        # (`nonDurable.replies\.a\...`), another queue.
+        sub = await (await owner.session()).create_consumer(address="replies.a", subscription=temp, shared=True,
+                                                             durable=False)
+        assert sub.queue == "nonDurable." + temp.replace(".", "\\.")
+        await sub.close()
         producer = await (await owner.session()).create_producer("replies.a")
         for i in range(6):
             await producer.send(f"m{i}".encode(), routing_type="multicast")

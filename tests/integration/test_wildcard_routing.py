@@ -32,9 +32,9 @@ async def test_any_words_and_single_word_subscriptions_get_matching_addresses(sh
     root = uniq("news")  # its own word, so other tests' addresses never match
     async with await connect(shared_router.url) as conn:
         s = await conn.session()
-        every = await s.create_consumer(address=f"{root}.#", subscription=f"{root}-every")
-        one = await s.create_consumer(address=f"{root}.*", subscription=f"{root}-one")
-        sport = await s.create_consumer(address=f"{root}.*.sport", subscription=f"{root}-sport")
+        every = await s.create_consumer(address=f"{root}.#", subscription=f"{root}-every", shared=True)
+        one = await s.create_consumer(address=f"{root}.*", subscription=f"{root}-one", shared=True)
+        sport = await s.create_consumer(address=f"{root}.*.sport", subscription=f"{root}-sport", shared=True)
         p = await s.create_producer()
         for address in (f"{root}.europe", f"{root}.europe.sport", f"sport.{root}", root, f"{root}x.europe"):
             await p.send(address.encode(), address=address, routing_type="multicast")
@@ -47,13 +47,13 @@ async def test_a_subscription_made_before_its_address_exists_gets_it_and_a_late_
     root = uniq("late")
     async with await connect(shared_router.url) as conn:
         s = await conn.session()
-        early = await s.create_consumer(address=f"{root}.#", subscription=f"{root}-early")
+        early = await s.create_consumer(address=f"{root}.#", subscription=f"{root}-early", shared=True)
         assert not [a for a in await conn.admin.list_addresses() if a.name == f"{root}.europe"]
         p = await s.create_producer(f"{root}.europe")
         await p.send(b"first", routing_type="multicast")
         assert await bodies(early) == [b"first"]
         # A wildcard subscription made after the concrete address exists is bound to it too.
-        late = await s.create_consumer(address=f"{root}.*", subscription=f"{root}-late")
+        late = await s.create_consumer(address=f"{root}.*", subscription=f"{root}-late", shared=True)
         await p.send(b"second", routing_type="multicast")
         assert await bodies(early) == [b"second"]
         assert await bodies(late) == [b"second"]
@@ -83,9 +83,9 @@ async def test_custom_wildcard_syntax(nodes):
         """)
     async with await connect(node.url) as conn:
         s = await conn.session()
-        every = await s.create_consumer(address="news/>", subscription="every")
-        one = await s.create_consumer(address="news/+", subscription="one")
-        literal = await s.create_consumer(address="news.#", subscription="literal")
+        every = await s.create_consumer(address="news/>", subscription="every", shared=True)
+        one = await s.create_consumer(address="news/+", subscription="one", shared=True)
+        literal = await s.create_consumer(address="news.#", subscription="literal", shared=True)
         p = await s.create_producer()
         for address in ("news/europe", "news/europe/sport", "news.europe", "news.#"):
             await p.send(address.encode(), address=address, routing_type="multicast")
@@ -98,7 +98,7 @@ async def test_routing_disabled_keeps_wildcard_addresses_literal(nodes):
     node = nodes.router("literal", extra="wildcard-addresses: {routing-enabled: false}\n")
     async with await connect(node.url) as conn:
         s = await conn.session()
-        sub = await s.create_consumer(address="news.#", subscription="sub")
+        sub = await s.create_consumer(address="news.#", subscription="sub", shared=True)
         p = await s.create_producer()
         await p.send(b"europe", address="news.europe", routing_type="multicast")
         await p.send(b"literal", address="news.#", routing_type="multicast")

@@ -49,7 +49,7 @@ async def test_included_and_excluded_destinations_with_wildcards(nodes):
 async def _durable_subscription_left_idle(net) -> str:
     """A durable subscription to topic news on B, its consumer gone: its queue's name."""
     async with await connect(net["B"].url) as b:
-        await (await b.session()).create_consumer(address="news", subscription="archive")
+        await (await b.session()).create_consumer(address="news", subscription="archive", shared=True)
         await wait_topic_demand(net["A"], "news")
     async with await connect(net["B"].url) as b:
         [queue] = [q.name for q in await b.admin.list_queues("news")]

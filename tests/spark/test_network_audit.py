@@ -39,7 +39,7 @@ async def network_traffic(nodes) -> tuple:
     async with await connect(b.url) as bconn:
         s = await bconn.session()
         orders = await s.create_consumer(ORDERS)
-        news = await s.create_consumer(address=NEWS, subscription="on-b")
+        news = await s.create_consumer(address=NEWS, subscription="on-b", shared=True)
         await eventually(lambda: _demand_held(a), 20, "A to hold B's demand for orders and news", interval=0.1)
         await send(a, ORDERS, QUEUED)
         await send(a, NEWS, PUBLISHED, routing_type="multicast")

@@ -97,7 +97,7 @@ async def run_workload(node, w: Workload) -> Workload:
     w.started_ms = now_ms()
     async with await connect(node.url) as conn:
         s = await conn.session()
-        subs = [await s.create_consumer(address="news", subscription=name) for name in w.news_subscriptions] if w.news else []
+        subs = [await s.create_consumer(address="news", subscription=name, shared=True) for name in w.news_subscriptions] if w.news else []
         orders = await s.create_producer("orders")
         futs = [await orders.send_async(f"order {i}".encode(), routing_type="anycast") for i in range(w.orders)]
         if w.news:
