@@ -16,7 +16,7 @@ from spark import jdbc
 from spark.errors import AnalyticsError, explain
 from spark.jdbc import Store
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 #: What the report reads, per table (docs/journal-schema.md).
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {

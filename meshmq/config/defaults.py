@@ -168,6 +168,15 @@ JDBC_LOCK_RENEW_PERIOD: Final = 2000
 # journal.jdbc-lock-expiration: how long a lease lasts unrenewed before a backup may take the store (ms; Artemis).
 JDBC_LOCK_EXPIRATION: Final = 20000
 
+# --- grouping-handler (Artemis GroupingHandlerConfiguration, clustered grouping) ---
+
+# grouping-handler.timeout: ms a REMOTE handler waits for the LOCAL one's decision before the send fails.
+GROUPING_HANDLER_TIMEOUT: Final = 5000
+# grouping-handler.group-timeout: ms a group may go unused before it is forgotten (-1: never).
+GROUPING_HANDLER_GROUP_TIMEOUT: Final = -1
+# grouping-handler.reaper-period: ms between the LOCAL handler's scans for unused groups.
+GROUPING_HANDLER_REAPER_PERIOD: Final = 30000
+
 # --- discovery (broadcast-groups, discovery-groups, the discovery service) ---
 
 # broadcast-groups.*.broadcast-period: ms between keep-alives of the node's etcd lease (Artemis default).

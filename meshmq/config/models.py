@@ -563,6 +563,22 @@ def cluster_connection_issues(
     return issues
 
 
+class GroupingHandler(ConfigModel):
+    """Clustered grouping (broker.xml ``<grouping-handler>``): which node's
+    queue each message group goes to. One node of the cluster has the LOCAL
+    handler, which decides; every other node has a REMOTE one, which asks it
+    (services/router/cluster/grouping.py, docs/clustering.md)."""
+
+    name: NonEmptyStr
+    type: Annotated[Literal["LOCAL", "REMOTE"], BeforeValidator(_upper)]
+    # The addresses it applies to, as a cluster connection's `address` (a prefix; "" = every address).
+    address: str = ""
+    timeout: Millis = defaults.GROUPING_HANDLER_TIMEOUT
+    group_timeout: Annotated[int, Field(ge=-1), AfterValidator(_not_zero("never"))] = (
+        defaults.GROUPING_HANDLER_GROUP_TIMEOUT)
+    reaper_period: Millis = defaults.GROUPING_HANDLER_REAPER_PERIOD
+
+
 def _check_connector(value: str) -> str:
     parse_host_port(value)
     return value
@@ -1018,6 +1034,8 @@ class BrokerConfig(ConfigModel):
     network_connectors: Annotated[dict[NonEmptyStr, NetworkConnector], BeforeValidator(_none_values_to_empty)] = (
         Field(default_factory=dict))
     tree_connector: TreeConnector | None = None
+    # Clustered grouping: one LOCAL handler in the cluster, REMOTE on every other node.
+    grouping_handler: GroupingHandler | None = None
     ha_policy: HaPolicy = Field(default_factory=HaPolicy)
     ha_coordinator: HaCoordinatorService = Field(default_factory=HaCoordinatorService)
     gateway: Gateway = Field(default_factory=Gateway)
@@ -1146,6 +1164,13 @@ class BrokerConfig(ConfigModel):
         """A slave (shared store or classic replication) that scales down as soon as it
         takes the store over (live-only scales down when it stops)."""
         return self.scale_down is not None and self._slave is not None
+
+    @model_validator(mode="after")
+    def _check_grouping_handler(self) -> BrokerConfig:
+        if self.grouping_handler is not None and not self.cluster_connections:
+            raise_issues([(("grouping-handler",), "clustered grouping needs cluster-connections: a grouping "
+                                                 "handler decides between the nodes a cluster connection links")])
+        return self
 
     @model_validator(mode="after")
     def _check_security(self) -> BrokerConfig:

@@ -8,6 +8,36 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class GroupProposal(_message.Message):
+    __slots__ = ("address", "group_id", "node_id", "replace_node_id", "proposer_node_id")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROPOSER_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    group_id: str
+    node_id: str
+    replace_node_id: str
+    proposer_node_id: str
+    def __init__(self, address: _Optional[str] = ..., group_id: _Optional[str] = ..., node_id: _Optional[str] = ..., replace_node_id: _Optional[str] = ..., proposer_node_id: _Optional[str] = ...) -> None: ...
+
+class GroupDecision(_message.Message):
+    __slots__ = ("group_id", "node_id")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    node_id: str
+    def __init__(self, group_id: _Optional[str] = ..., node_id: _Optional[str] = ...) -> None: ...
+
+class GroupsRemoved(_message.Message):
+    __slots__ = ("address", "group_ids")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    group_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, address: _Optional[str] = ..., group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ForgetCopyRequest(_message.Message):
     __slots__ = ("target_node_id", "copy_id")
     TARGET_NODE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -109,7 +139,7 @@ class DeclareQueues(_message.Message):
     def __init__(self, queues: _Optional[_Iterable[_Union[QueueDeclaration, _Mapping]]] = ...) -> None: ...
 
 class LinkResponse(_message.Message):
-    __slots__ = ("welcome", "bindings", "confirm", "ping", "demand", "forward", "chunk")
+    __slots__ = ("welcome", "bindings", "confirm", "ping", "demand", "forward", "chunk", "groups_removed")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +147,7 @@ class LinkResponse(_message.Message):
     DEMAND_FIELD_NUMBER: _ClassVar[int]
     FORWARD_FIELD_NUMBER: _ClassVar[int]
     CHUNK_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_REMOVED_FIELD_NUMBER: _ClassVar[int]
     welcome: LinkWelcome
     bindings: BindingsSnapshot
     confirm: ForwardConfirm
@@ -124,7 +155,8 @@ class LinkResponse(_message.Message):
     demand: DemandUpdate
     forward: ForwardBatch
     chunk: ForwardChunk
-    def __init__(self, welcome: _Optional[_Union[LinkWelcome, _Mapping]] = ..., bindings: _Optional[_Union[BindingsSnapshot, _Mapping]] = ..., confirm: _Optional[_Union[ForwardConfirm, _Mapping]] = ..., ping: _Optional[_Union[LinkPing, _Mapping]] = ..., demand: _Optional[_Union[DemandUpdate, _Mapping]] = ..., forward: _Optional[_Union[ForwardBatch, _Mapping]] = ..., chunk: _Optional[_Union[ForwardChunk, _Mapping]] = ...) -> None: ...
+    groups_removed: GroupsRemoved
+    def __init__(self, welcome: _Optional[_Union[LinkWelcome, _Mapping]] = ..., bindings: _Optional[_Union[BindingsSnapshot, _Mapping]] = ..., confirm: _Optional[_Union[ForwardConfirm, _Mapping]] = ..., ping: _Optional[_Union[LinkPing, _Mapping]] = ..., demand: _Optional[_Union[DemandUpdate, _Mapping]] = ..., forward: _Optional[_Union[ForwardBatch, _Mapping]] = ..., chunk: _Optional[_Union[ForwardChunk, _Mapping]] = ..., groups_removed: _Optional[_Union[GroupsRemoved, _Mapping]] = ...) -> None: ...
 
 class LinkPing(_message.Message):
     __slots__ = ()
@@ -151,16 +183,18 @@ class LinkHello(_message.Message):
     def __init__(self, cluster_connection: _Optional[str] = ..., node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., max_hops: _Optional[int] = ..., scale_down: _Optional[bool] = ..., check_period_ms: _Optional[int] = ..., connector: _Optional[str] = ..., network: _Optional[_Union[NetworkHello, _Mapping]] = ...) -> None: ...
 
 class LinkWelcome(_message.Message):
-    __slots__ = ("node_id", "node_name", "group_name", "tree_node_type")
+    __slots__ = ("node_id", "node_name", "group_name", "tree_node_type", "grouping_local_address")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     TREE_NODE_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUPING_LOCAL_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     node_name: str
     group_name: str
     tree_node_type: str
-    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., group_name: _Optional[str] = ..., tree_node_type: _Optional[str] = ...) -> None: ...
+    grouping_local_address: str
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., group_name: _Optional[str] = ..., tree_node_type: _Optional[str] = ..., grouping_local_address: _Optional[str] = ...) -> None: ...
 
 class NetworkHello(_message.Message):
     __slots__ = ("kind", "duplex", "node_type", "policy")

@@ -39,6 +39,11 @@ class ClusterStub:
                 request_serializer=meshmq_dot_v1_dot_cluster__pb2.LinkRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_cluster__pb2.LinkResponse.FromString,
                 _registered_method=True)
+        self.Propose = channel.unary_unary(
+                '/meshmq.v1.Cluster/Propose',
+                request_serializer=meshmq_dot_v1_dot_cluster__pb2.GroupProposal.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_cluster__pb2.GroupDecision.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
@@ -50,6 +55,16 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Propose(self, request, context):
+        """Clustered grouping (grouping-handler): a REMOTE handler's node proposes
+        which binding a message group goes to; the LOCAL handler's node answers
+        with the binding it chose, once that decision is stored. Refused
+        (FAILED_PRECONDITION) by a node without a LOCAL handler for the address.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -57,6 +72,11 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.Link,
                     request_deserializer=meshmq_dot_v1_dot_cluster__pb2.LinkRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_cluster__pb2.LinkResponse.SerializeToString,
+            ),
+            'Propose': grpc.unary_unary_rpc_method_handler(
+                    servicer.Propose,
+                    request_deserializer=meshmq_dot_v1_dot_cluster__pb2.GroupProposal.FromString,
+                    response_serializer=meshmq_dot_v1_dot_cluster__pb2.GroupDecision.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -86,6 +106,33 @@ class Cluster:
             '/meshmq.v1.Cluster/Link',
             meshmq_dot_v1_dot_cluster__pb2.LinkRequest.SerializeToString,
             meshmq_dot_v1_dot_cluster__pb2.LinkResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Propose(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Cluster/Propose',
+            meshmq_dot_v1_dot_cluster__pb2.GroupProposal.SerializeToString,
+            meshmq_dot_v1_dot_cluster__pb2.GroupDecision.FromString,
             options,
             channel_credentials,
             insecure,

@@ -65,20 +65,22 @@ class LoadRequest(_message.Message):
     def __init__(self, epoch: _Optional[int] = ...) -> None: ...
 
 class LoadResponse(_message.Message):
-    __slots__ = ("addresses", "queues", "duplicate_ids", "messages", "refs", "paged")
+    __slots__ = ("addresses", "queues", "duplicate_ids", "messages", "refs", "paged", "group_bindings")
     ADDRESSES_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_IDS_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     REFS_FIELD_NUMBER: _ClassVar[int]
     PAGED_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BINDINGS_FIELD_NUMBER: _ClassVar[int]
     addresses: _containers.RepeatedCompositeFieldContainer[AddressRecord]
     queues: _containers.RepeatedCompositeFieldContainer[QueueRecord]
     duplicate_ids: _containers.RepeatedCompositeFieldContainer[DuplicateIdRecord]
     messages: _containers.RepeatedCompositeFieldContainer[StoredMessage]
     refs: _containers.RepeatedCompositeFieldContainer[MessageRef]
     paged: _containers.RepeatedCompositeFieldContainer[PagedQueue]
-    def __init__(self, addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., paged: _Optional[_Iterable[_Union[PagedQueue, _Mapping]]] = ...) -> None: ...
+    group_bindings: _containers.RepeatedCompositeFieldContainer[GroupBindingRecord]
+    def __init__(self, addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., paged: _Optional[_Iterable[_Union[PagedQueue, _Mapping]]] = ..., group_bindings: _Optional[_Iterable[_Union[GroupBindingRecord, _Mapping]]] = ...) -> None: ...
 
 class AddressRecord(_message.Message):
     __slots__ = ("name", "routing_types", "auto_created")
@@ -187,7 +189,7 @@ class Event(_message.Message):
     def __init__(self, timestamp: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., address: _Optional[str] = ..., queue: _Optional[str] = ..., message_id: _Optional[int] = ..., size: _Optional[int] = ..., delivery_count: _Optional[int] = ..., message_timestamp: _Optional[int] = ..., from_node_id: _Optional[str] = ..., from_message_id: _Optional[int] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
-    __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages", "add_paged", "delete_paged", "update_paged_delivery_counts", "purge_paged", "prune_events")
+    __slots__ = ("request_id", "epoch", "reserve_message_ids_to", "add_addresses", "add_queues", "add_messages", "add_refs", "add_large_chunks", "add_duplicate_ids", "delete_duplicate_ids", "update_delivery_counts", "delete_refs", "delete_messages", "delete_queues", "delete_addresses", "events", "copy_large_messages", "delete_large_messages", "add_paged", "delete_paged", "update_paged_delivery_counts", "purge_paged", "prune_events", "add_group_bindings", "delete_group_bindings")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     RESERVE_MESSAGE_IDS_TO_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +213,8 @@ class AppendRequest(_message.Message):
     UPDATE_PAGED_DELIVERY_COUNTS_FIELD_NUMBER: _ClassVar[int]
     PURGE_PAGED_FIELD_NUMBER: _ClassVar[int]
     PRUNE_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    ADD_GROUP_BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    DELETE_GROUP_BINDINGS_FIELD_NUMBER: _ClassVar[int]
     request_id: int
     epoch: int
     reserve_message_ids_to: int
@@ -234,7 +238,19 @@ class AppendRequest(_message.Message):
     update_paged_delivery_counts: _containers.RepeatedCompositeFieldContainer[MessageRef]
     purge_paged: _containers.RepeatedScalarFieldContainer[int]
     prune_events: PruneEvents
-    def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ..., add_paged: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ..., delete_paged: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., update_paged_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., purge_paged: _Optional[_Iterable[int]] = ..., prune_events: _Optional[_Union[PruneEvents, _Mapping]] = ...) -> None: ...
+    add_group_bindings: _containers.RepeatedCompositeFieldContainer[GroupBindingRecord]
+    delete_group_bindings: _containers.RepeatedCompositeFieldContainer[GroupBindingRecord]
+    def __init__(self, request_id: _Optional[int] = ..., epoch: _Optional[int] = ..., reserve_message_ids_to: _Optional[int] = ..., add_addresses: _Optional[_Iterable[_Union[AddressRecord, _Mapping]]] = ..., add_queues: _Optional[_Iterable[_Union[QueueRecord, _Mapping]]] = ..., add_messages: _Optional[_Iterable[_Union[StoredMessage, _Mapping]]] = ..., add_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., add_large_chunks: _Optional[_Iterable[_Union[LargeMessageChunk, _Mapping]]] = ..., add_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., delete_duplicate_ids: _Optional[_Iterable[_Union[DuplicateIdRecord, _Mapping]]] = ..., update_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_refs: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., delete_messages: _Optional[_Iterable[int]] = ..., delete_queues: _Optional[_Iterable[int]] = ..., delete_addresses: _Optional[_Iterable[str]] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., copy_large_messages: _Optional[_Iterable[_Union[CopyLargeMessage, _Mapping]]] = ..., delete_large_messages: _Optional[_Iterable[int]] = ..., add_paged: _Optional[_Iterable[_Union[PagedMessage, _Mapping]]] = ..., delete_paged: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., update_paged_delivery_counts: _Optional[_Iterable[_Union[MessageRef, _Mapping]]] = ..., purge_paged: _Optional[_Iterable[int]] = ..., prune_events: _Optional[_Union[PruneEvents, _Mapping]] = ..., add_group_bindings: _Optional[_Iterable[_Union[GroupBindingRecord, _Mapping]]] = ..., delete_group_bindings: _Optional[_Iterable[_Union[GroupBindingRecord, _Mapping]]] = ...) -> None: ...
+
+class GroupBindingRecord(_message.Message):
+    __slots__ = ("handler", "group_id", "node_id")
+    HANDLER_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    handler: str
+    group_id: str
+    node_id: str
+    def __init__(self, handler: _Optional[str] = ..., group_id: _Optional[str] = ..., node_id: _Optional[str] = ...) -> None: ...
 
 class PruneEvents(_message.Message):
     __slots__ = ("before_ts", "max_rows")

@@ -48,7 +48,8 @@ def only_rows(r: jpb.AppendRequest) -> bool:
     requests together in one set of multi-row statements (store._apply_rows)."""
     return not (r.reserve_message_ids_to or r.add_addresses or r.add_queues or r.add_large_chunks
                 or r.copy_large_messages or r.delete_large_messages or r.delete_queues
-                or r.delete_addresses or r.HasField("prune_events"))
+                or r.delete_addresses or r.HasField("prune_events") or r.add_group_bindings
+                or r.delete_group_bindings)
 
 
 def footprint(batch: list[jpb.AppendRequest]) -> Footprint | None:

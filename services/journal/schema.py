@@ -34,7 +34,9 @@ from sqlalchemy import (
 # message across the cluster by it); older stores gain the two columns.
 # 5: queues.last_value_key / non_destructive / exclusive, Artemis's queue
 # attributes; older stores gain them as "an ordinary queue".
-SCHEMA_VERSION = 5
+# 6: group_bindings, a LOCAL grouping handler's decisions (clustered grouping);
+# a version 5 store only gains the table.
+SCHEMA_VERSION = 6
 
 metadata = MetaData()
 
@@ -127,6 +129,16 @@ duplicate_ids = Table(
     Column("address", String(255), primary_key=True),
     Column("duplicate_id", String(255), primary_key=True),
     Column("position", BigInteger, nullable=False),
+)
+
+# Clustered grouping: which node's queue each message group goes to, as the
+# LOCAL grouping handler decided (kept so the decisions survive its restart).
+group_bindings = Table(
+    "group_bindings",
+    metadata,
+    Column("handler", String(255), primary_key=True),
+    Column("group_id", String(512), primary_key=True),
+    Column("node_id", String(64), nullable=False),
 )
 
 events = Table(

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import and_, create_engine, event, func, inspect, select, text, update
+from sqlalchemy import and_, create_engine, delete, event, func, inspect, select, text, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
@@ -250,7 +250,7 @@ class JournalStore:
                 self._migrate_from_v1(conn)
             elif version is not None and int(version) == 2:
                 log.info("journal store %s: schema version 2 -> 3 (adds paged_messages)", describe_url(self.url))
-            elif version is not None and int(version) not in (3, 4, s.SCHEMA_VERSION):
+            elif version is not None and int(version) not in (3, 4, 5, s.SCHEMA_VERSION):
                 raise StoreError(
                     f"journal store {describe_url(self.url)} has schema version {version}; "
                     f"this meshmq uses version {s.SCHEMA_VERSION}. Migrate or use a new store."
@@ -396,6 +396,10 @@ class JournalStore:
         self._upsert_dup = ins.on_conflict_do_update(
             index_elements=[dup.c.address, dup.c.duplicate_id], set_={"position": ins.excluded.position}
         )
+        gb = s.group_bindings
+        gins = upsert(gb)
+        self._upsert_group = gins.on_conflict_do_update(index_elements=[gb.c.handler, gb.c.group_id],
+                                                        set_={"node_id": gins.excluded.node_id})
         ains = upsert(s.addresses)
         self._upsert_address = ains.on_conflict_do_update(
             index_elements=[s.addresses.c.name],
@@ -551,6 +555,9 @@ class JournalStore:
                 run(sql["add_chunk"], [(c.message_id, c.seq, c.data) for c in r.add_large_chunks])
             for cp in r.copy_large_messages:
                 cur.execute(sql["copy_chunks"], (cp.to_message_id, cp.from_message_id))
+        for r in reqs:
+            if r.add_group_bindings or r.delete_group_bindings:
+                self._apply_group_bindings(conn, r)
         dups = [
             {"address": d.address, "duplicate_id": d.duplicate_id, "position": d.position}
             for r in reqs
@@ -601,6 +608,19 @@ class JournalStore:
         ]
         if rows:
             multi["add_event"].run(cur, rows)
+
+    def _apply_group_bindings(self, conn: Connection, r: jpb.AppendRequest) -> None:
+        """A LOCAL grouping handler's decisions: each added one replaces any
+        earlier decision of its group; deletions after additions (a decision
+        replaced and forgotten in one request is forgotten)."""
+        gb = s.group_bindings
+        if r.add_group_bindings:
+            conn.execute(
+                self._upsert_group,
+                [{"handler": b.handler, "group_id": b.group_id, "node_id": b.node_id} for b in r.add_group_bindings],
+            )
+        for b in r.delete_group_bindings:
+            conn.execute(delete(gb).where(gb.c.handler == b.handler, gb.c.group_id == b.group_id))
 
     def _prune_events(self, cur, prune: jpb.PruneEvents) -> tuple[int, int]:
         """Delete the oldest events before `prune.before_ts`, about `max_rows` of
@@ -661,6 +681,17 @@ class JournalStore:
                     yield page
                     page = jpb.LoadResponse()
             if page.duplicate_ids:
+                yield page
+            gb = s.group_bindings
+            page = jpb.LoadResponse()
+            for handler, group_id, node_id in conn.execute(
+                select(gb.c.handler, gb.c.group_id, gb.c.node_id).order_by(gb.c.handler, gb.c.group_id)
+            ):
+                page.group_bindings.add(handler=handler, group_id=group_id, node_id=node_id)
+                if len(page.group_bindings) >= 5000:
+                    yield page
+                    page = jpb.LoadResponse()
+            if page.group_bindings:
                 yield page
             last = 0
             m, refs = s.messages, s.message_refs

@@ -31,6 +31,8 @@ class RecoveredState:
     queues: dict[str, Queue] = field(default_factory=dict)
     # (address, duplicate id, position), oldest first.
     duplicate_ids: list[tuple[str, str, int]] = field(default_factory=list)
+    # A LOCAL grouping handler's stored decisions: (handler, full group id, node id).
+    group_bindings: list[tuple[str, str, str]] = field(default_factory=list)
     next_queue_id: int = 1
     next_message_id: int = 1
     messages: int = 0
@@ -70,6 +72,7 @@ async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> R
             by_queue_id[q.id] = q
             state.next_queue_id = max(state.next_queue_id, q.id + 1)
         state.duplicate_ids.extend((d.address, d.duplicate_id, d.position) for d in page.duplicate_ids)
+        state.group_bindings.extend((b.handler, b.group_id, b.node_id) for b in page.group_bindings)
         pending.clear()
         refs = [(r.message_id, r.queue_id, r.delivery_count) for r in page.refs]
         for sm in page.messages:

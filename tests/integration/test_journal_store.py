@@ -127,7 +127,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     _make_v1_store(store_url)
     st = JournalStore(store_url)
     opened = st.open("n")
-    assert opened.schema_version == 5 and opened.node_id == "v1-node" and opened.epoch == 3
+    assert opened.schema_version == 6 and opened.node_id == "v1-node" and opened.epoch == 3
     pages = list(st.load_pages())
     assert [(m.message_id, m.queue_id, m.delivery_count, m.data) for p in pages for m in p.messages] == [
         (7, 1, 2, b"one"),
@@ -136,7 +136,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     assert [(f.queue_id, f.message_id, f.delivery_count) for p in pages for f in p.refs] == [(1, 8, 0), (2, 8, 1)]
     with st.engine.connect() as conn:
         assert [ix["name"] for ix in inspect(conn).get_indexes("messages")] == []
-        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "5"
+        assert conn.execute(text("SELECT value FROM node_state WHERE key = 'schema_version'")).scalar() == "6"
         if st.engine.dialect.name == "sqlite":
             # message_id is the rowid now: no separate primary-key index
             assert conn.exec_driver_sql("PRAGMA index_list(messages)").all() == []
