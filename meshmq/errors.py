@@ -43,6 +43,8 @@ class Reason(str, enum.Enum):
     CONNECTION_FAILED = "CONNECTION_FAILED"
     SCALED_DOWN = "SCALED_DOWN"
     SLOW_CONSUMER = "SLOW_CONSUMER"
+    # Clustered grouping: no decision from the LOCAL grouping handler within its timeout.
+    GROUPING_UNAVAILABLE = "GROUPING_UNAVAILABLE"
     INTERNAL = "INTERNAL"
 
 
@@ -70,6 +72,7 @@ STATUS_FOR_REASON: dict[Reason, grpc.StatusCode] = {
     Reason.CONNECTION_FAILED: grpc.StatusCode.UNAVAILABLE,
     Reason.SCALED_DOWN: grpc.StatusCode.UNAVAILABLE,
     Reason.SLOW_CONSUMER: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Reason.GROUPING_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
     Reason.INTERNAL: grpc.StatusCode.INTERNAL,
 }
 
@@ -180,6 +183,13 @@ class UnblockedError(MeshMQError):
         self.failed_over = failed_over
 
 
+class GroupingUnavailableError(MeshMQError):
+    """Clustered grouping: the node could not get a decision for a new message
+    group from the LOCAL grouping handler within its timeout (that node is down)."""
+
+    reason = Reason.GROUPING_UNAVAILABLE
+
+
 class FencedError(MeshMQError):
     reason = Reason.FENCED
 
@@ -198,6 +208,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         SlowConsumerError,
         DuplicateIdError,
         AddressFullError,
+        GroupingUnavailableError,
         TransactionRolledBackError,
         AuthenticationError,
         PermissionDeniedError,

@@ -31,6 +31,7 @@ from .addresses import Address, check_name, compile_filter, not_internal
 from .auto_delete import AutoDelete, should_delete_queue
 from .cluster.bindings import RemoteBindings
 from .cluster.bindings_order import OfferedVersions
+from .cluster.grouping import Grouping
 from .cluster.redistribution import Redistribution
 from .delivery import Delivery
 from .duplicates import DuplicateDetection
@@ -117,6 +118,10 @@ class Broker:
             lambda q: self.delete_queue(q.name, force=True),
             self._drop_address, self.addresses_get,
         )
+        # Clustered grouping (cluster/grouping.py), set by the node when a grouping-handler is configured;
+        # the decisions a LOCAL handler stored, read back at start, until it takes them.
+        self.grouping: Grouping | None = None
+        self.recovered_group_bindings: list[tuple[str, str, str]] = []
 
     # ------------------------------------------------------------ lifecycle
 
@@ -133,6 +138,7 @@ class Broker:
         self.wildcards.rebuild(self.addresses)
         self._next_queue_id = state.next_queue_id
         self._next_message_id = state.next_message_id
+        self.recovered_group_bindings = state.group_bindings
         for address, dup_id, position in state.duplicate_ids:
             self.duplicates.restore(address, dup_id, position)
         for q in self.queues.values():

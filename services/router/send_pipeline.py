@@ -36,6 +36,7 @@ from . import dead_letter, paging, scheduled
 from .access import Access
 from .addresses import Address, check_name, not_internal
 from .cluster import balancing
+from .cluster.grouping import Grouping
 from .delivery import Delivery
 from .duplicates import DuplicateClaim, DuplicateDetection
 from .large_body import copy_body, drop_body
@@ -81,6 +82,7 @@ class SendingNode(Protocol):
     queues: dict[str, Queue]
     duplicates: DuplicateDetection
     memory: MemoryUse
+    grouping: Grouping | None
 
     def settings(self, address: str) -> ResolvedAddressSettings: ...
 
@@ -289,13 +291,18 @@ class SendPipeline:
         local: list[Queue] = []
         forwards: dict = {}
         seen: set[str] = set()
+        grouping = self.node.grouping  # clustered grouping (cluster/grouping.py): None unless configured
+        gid = grouping.group_for(msg.proto, msg.address) if grouping is not None else ""
         for q in targets:
             seen.add(q.name)
             remote = groups.get(q.name)
             if not remote:
                 local.append(q)
                 continue
-            chosen = _choose(msg, q.name, q, remote, positions)
+            if gid:
+                chosen = grouping.member(msg, gid, q.name, q, remote, positions)
+            else:
+                chosen = _choose(msg, q.name, q, remote, positions)
             if chosen is q:
                 local.append(q)
             elif chosen is not None:
@@ -304,7 +311,10 @@ class SendPipeline:
             for name, remote in groups.items():
                 if name in seen or name in addr.queues or remote[0].routing_type != MULTICAST:
                     continue
-                chosen = _choose(msg, name, None, remote, positions)
+                if gid:
+                    chosen = grouping.member(msg, gid, name, None, remote, positions)
+                else:
+                    chosen = _choose(msg, name, None, remote, positions)
                 if chosen is not None:
                     forwards.setdefault(chosen.link, []).append(chosen.key)
         if forwards:

@@ -34,6 +34,8 @@ from .access import access_for
 from .broker import Broker
 from .cluster.link_identity import link_identity
 from .cluster.link_service import ClusterServicer
+from .cluster.grouping import Grouping, LocalHandler, RemoteHandler, store_rows
+from .cluster.grouping import reaper as grouping_reaper
 from .cluster.manager import ClusterConnections
 from .cluster.scale_down import choose_target, scale_down
 from .network.connectors import NetworkConnectors
@@ -125,7 +127,7 @@ class BrokerServicer(bgrpc.BrokerServicer):
 QUORUM_METHODS = ("/meshmq.v1.QuorumVotes/Vote", "/meshmq.v1.QuorumVotes/ForgetCopy",
                   "/meshmq.v1.QuorumVotes/Members", "/meshmq.v1.BackupHosting/RequestBackup")
 # The challenge is how a caller proves itself without a user (meshmq/security/cluster_proof.py).
-CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach",
+CLUSTER_CREDENTIAL_METHODS = ("/meshmq.v1.Cluster/Link", "/meshmq.v1.Cluster/Propose", *QUORUM_METHODS, "/meshmq.v1.Replication/Attach",
                               CHALLENGE_METHOD)
 
 
@@ -161,6 +163,7 @@ class RouterNode:
         self._slow = (SlowConsumerReaper(self.broker, address_settings.slow_consumer_tick)
                       if address_settings.checks_slow_consumers else None)
         self._slow_task: asyncio.Task | None = None
+        self._grouping_reaper: asyncio.Task | None = None
         self._pruner: asyncio.Task | None = None
         self._releaser: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
@@ -176,6 +179,7 @@ class RouterNode:
 
     async def start(self, grant: EpochGrant = local_grant) -> list[str]:
         await self.broker.start(grant)
+        self._start_grouping()
         self.event_log.kept_from = self.broker.events_kept_from
         self._declare_configured()
         auth = Authenticator.from_config(self.config)
@@ -212,6 +216,10 @@ class RouterNode:
                                      group_name=sd.group_name or "" if sd else "",
                                      linked_from=self.cluster.linked_from, network=self.network.accept)
         add_servicer(self.server, self.links, cpb.DESCRIPTOR.services_by_name["Cluster"])
+        grouping = self.broker.grouping
+        if grouping is not None and grouping.local is not None:
+            links = self.links
+            grouping.local.on_removed = lambda ids: links.groups_removed(grouping.address, ids)
         facts = NodeFacts(node_id=lambda: self.broker.node_id, node_name=self.config.name,
                           members=self.cluster.members)
         for hosted in self._services:
@@ -233,6 +241,32 @@ class RouterNode:
             self._pruner = asyncio.create_task(retention.run(), name="event-retention")
         log.info("node %s (%s) listening on %s", self.config.name, self.broker.node_id, ", ".join(self.endpoints))
         return self.endpoints
+
+    def _start_grouping(self) -> None:
+        """Clustered grouping (grouping-handler): the LOCAL handler takes the
+        decisions stored before a restart; a REMOTE one finds the LOCAL node
+        through its links' welcomes."""
+        gh = self.config.grouping_handler
+        recovered, self.broker.recovered_group_bindings = self.broker.recovered_group_bindings, []
+        if gh is None:
+            return
+        own = lambda: self.broker.node_id  # noqa: E731
+        if gh.type == "LOCAL":
+            local = LocalHandler(gh.name, gh.group_timeout,
+                                 store_rows(gh.name, self.broker.batch, self.broker.persistence_enabled))
+            for handler, group_id, node_id in recovered:
+                if handler == gh.name:
+                    local.restore(group_id, node_id)
+            self.broker.grouping = Grouping(gh, own, local=local)
+            self._grouping_reaper = asyncio.create_task(grouping_reaper(local, gh.reaper_period),
+                                                        name="grouping-reaper")
+            log.info("grouping handler %s: LOCAL for address %r, %d decisions recovered", gh.name, gh.address,
+                     len(local.decisions))
+        else:
+            remote = RemoteHandler(gh.name, gh.address, gh.timeout, gh.group_timeout, own,
+                                   lambda: self.cluster.grouping_local(gh.address))
+            self.broker.grouping = Grouping(gh, own, remote=remote)
+            log.info("grouping handler %s: REMOTE for address %r (timeout %d ms)", gh.name, gh.address, gh.timeout)
 
     def member(self) -> mgpb.TopologyMember:
         """This node as clients see it in the topology (its first acceptor, and its backup's when it has one)."""
@@ -295,9 +329,11 @@ class RouterNode:
         await scale_down(self.config, self.broker, endpoint)
 
     async def stop(self, grace: float = 2.0) -> None:
-        for task in (self._reaper, self._pruner, self._releaser, self._slow_task):
+        for task in (self._reaper, self._pruner, self._releaser, self._slow_task, self._grouping_reaper):
             if task is not None:
                 task.cancel()
+        if self.broker.grouping is not None and self.broker.grouping.remote is not None:
+            await self.broker.grouping.remote.close()
         await self.cluster.stop()
         await self.network.stop()
         if self.links is not None:

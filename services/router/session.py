@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 
 from meshmq.errors import BrokerError, Reason
 from meshmq.security.authorization import Permission
@@ -133,7 +134,7 @@ class ServerSession:
 
     # ------------------------------------------------------------ sending
 
-    def _on_send(self, cmd: rq.SendMessages) -> None:
+    def _on_send(self, cmd: rq.SendMessages) -> Awaitable[None] | None:
         default_address = self.producers.get(cmd.producer_id)
         if default_address is None:
             self.error(
@@ -150,7 +151,17 @@ class ServerSession:
             return
         if (self._held or self.broker.memory.blocking) and self._held_back(cmd, default_address):
             return
+        grouping = self.broker.grouping
+        if grouping is not None and grouping.remote is not None and self.tx is None:
+            asks = grouping.pending(cmd.messages, default_address, self.broker.addresses)
+            if asks:  # new message groups: the LOCAL grouping handler decides first (the session waits)
+                return self._send_after_asking(cmd, default_address, asks)
         self._send_now(cmd, default_address)
+
+    async def _send_after_asking(self, cmd: rq.SendMessages, default_address: str, asks: list) -> None:
+        await self.broker.grouping.resolve(asks)
+        if not self.closed:
+            self._send_now(cmd, default_address)
 
     def _send_now(self, cmd: rq.SendMessages, default_address: str) -> None:
         if self.tx is not None:

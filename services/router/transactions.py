@@ -40,6 +40,9 @@ class LocalTransaction:
     async def commit(self, broker: Broker, access: Access | None = None) -> None:
         """Store the transaction's work and make it visible; TRANSACTION_ROLLED_BACK otherwise.
         `access`: the session's, for what routing auto-creates."""
+        grouping = broker.grouping
+        if grouping is not None and grouping.remote is not None:  # new message groups: asked before routing
+            await grouping.resolve(grouping.pending((msg.proto for msg, _ in self.sends), "", broker.addresses))
         try:
             routed = [(msg, claim, broker.sender.route(msg, access=access)) for msg, claim in self.sends]
         except BrokerError as exc:

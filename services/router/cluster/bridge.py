@@ -91,6 +91,7 @@ class Bridge(Forwarder):
         self._scale_down = scale_down
         self._node_name = node_name
         self.target_node_name = ""
+        self.grouping_local: str | None = None
         self.state = CONNECTING
         self.problem = ""
         self.retries = 0
@@ -203,6 +204,9 @@ class Bridge(Forwarder):
             self.forget_queue()
         self.target_node_id = welcome.node_id
         self.target_node_name = welcome.node_name
+        # Clustered grouping: the target holds the LOCAL grouping handler for this address (None: not).
+        # Kept while the link is down: a REMOTE handler keeps asking there until its timeout.
+        self.grouping_local = welcome.grouping_local_address if welcome.HasField("grouping_local_address") else None
         self.state = CONNECTED
         self.problem = ""
         self.connected.set()
@@ -239,6 +243,10 @@ class Bridge(Forwarder):
                 self._on_members(self, list(resp.bindings.members))
             elif kind == "confirm":
                 self.take_confirm(resp.confirm)
+            elif kind == "groups_removed" and self.broker.grouping is not None:
+                remote = self.broker.grouping.remote
+                if remote is not None:
+                    remote.forget(resp.groups_removed.group_ids)
 
     async def _watch_confirms(self) -> None:
         """call-timeout for the confirms: a batch written and not confirmed

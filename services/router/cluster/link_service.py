@@ -93,8 +93,11 @@ class ClusterServicer(cgrpc.ClusterServicer):
             return
         link_id = f"{hello.node_name}({hello.node_id}).{hello.cluster_connection}"
         out: asyncio.Queue[cpb.LinkResponse | None] = asyncio.Queue()
-        out.put_nowait(cpb.LinkResponse(welcome=cpb.LinkWelcome(
-            node_id=self.broker.node_id, node_name=self.broker.name, group_name=self._group_name)))
+        welcome = cpb.LinkWelcome(node_id=self.broker.node_id, node_name=self.broker.name, group_name=self._group_name)
+        grouping = self.broker.grouping
+        if grouping is not None and grouping.is_local:  # REMOTE grouping handlers propose to this node
+            welcome.grouping_local_address = grouping.address
+        out.put_nowait(cpb.LinkResponse(welcome=welcome))
         if hello.node_id == self.broker.node_id:
             await context.write(out.get_nowait())
             return
@@ -121,6 +124,32 @@ class ClusterServicer(cgrpc.ClusterServicer):
             reader.cancel()
             self.links.pop(link_id, None)
             log.info("cluster link from %s ended", hello.node_name)
+
+    def groups_removed(self, address: str, group_ids: list[str]) -> None:
+        """Tell every linked node that the LOCAL grouping handler forgot these decisions."""
+        frame = cpb.LinkResponse(groups_removed=cpb.GroupsRemoved(address=address, group_ids=group_ids))
+        for out in self._outs:
+            out.put_nowait(frame)
+
+    async def Propose(self, request: cpb.GroupProposal, context: grpc.aio.ServicerContext) -> cpb.GroupDecision:
+        """A REMOTE grouping handler's proposal: the LOCAL handler's decision,
+        answered once it is stored (cluster/grouping.py)."""
+        grouping = self.broker.grouping
+        if grouping is None or not grouping.is_local:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"node {self.broker.name} holds no LOCAL grouping handler")
+        if request.address != grouping.address:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                                f"the LOCAL grouping handler {grouping.name!r} on node {self.broker.name} is for "
+                                f"address {grouping.address!r}, not {request.address!r}: configure the same "
+                                f"address on every node")
+        node = grouping.local.propose(request.group_id, request.node_id, request.replace_node_id)
+        if self.broker.persistence_enabled:
+            stored = await self.broker.stored()
+            if not stored.ok:
+                await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                    f"the grouping decision could not be stored: {stored.reason} {stored.message}")
+        return cpb.GroupDecision(group_id=request.group_id, node_id=node)
 
     async def _offer(self, hello: cpb.LinkHello, changed: asyncio.Event, out: asyncio.Queue) -> None:
         last: cpb.BindingsSnapshot | None = None

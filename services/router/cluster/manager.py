@@ -16,6 +16,7 @@ from meshmq.config.models import BrokerConfig
 from meshmq.v1 import cluster_pb2 as cpb
 
 from .bridge import CONNECTED, Bridge
+from .grouping import LocalNode
 from .link_identity import LinkIdentity, link_identity
 
 if TYPE_CHECKING:
@@ -66,6 +67,15 @@ class ClusterConnections:
         self.bridges[(cc_name, endpoint)] = bridge
         bridge.start()
         return bridge
+
+    def grouping_local(self, address: str):
+        """Where the LOCAL grouping handler for `address` is, as a link's
+        welcome said (a linked node first; None: no link has said so yet)."""
+        found = [b for b in self.bridges.values() if b.grouping_local == address]
+        if not found or self._identity is None:
+            return None
+        best = min(found, key=lambda b: b.state != CONNECTED)
+        return LocalNode(best.endpoint, best.target_node_name, self._identity)
 
     def members(self) -> list[cpb.ClusterMember]:
         """This node and the nodes it is linked to, as links offer them."""
