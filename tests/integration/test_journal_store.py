@@ -147,7 +147,7 @@ def test_a_version_1_store_is_migrated_at_open_keeping_every_message(store_url):
     st.close()
     # and a second open finds version 2 and leaves it alone
     again = JournalStore(store_url)
-    assert again.open("n").schema_version == 5 and again.count("messages") == 2
+    assert again.open("n").schema_version == 6 and again.count("messages") == 2
     again.close()
 
 

@@ -141,8 +141,11 @@ class Redistribution:
             return
         positions = addr.cluster_round_robin
         moving = []
+        grouping = getattr(self.broker, "grouping", None)
         for ref in candidates:
             msg = ref.msg
+            if grouping is not None and grouping.group_for(msg.proto, msg.address):
+                continue  # clustered grouping: the group's messages stay on the node decided for it
             takers = [rb for rb in group if rb.accepts(msg) and rb.has_consumer_for(msg)]
             if takers:
                 position = positions.get(q.name, 0)
