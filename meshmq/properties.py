@@ -21,24 +21,40 @@ SCHED_DELIVERY = "_AMQ_SCHED_DELIVERY"
 SCHED_DELAY = "_AMQ_SCHED_DELAY"
 
 
-def scheduling_properties(props: Mapping[str, PropertyValue], delivery_time: int, delivery_delay: int
-                          ) -> tuple[dict[str, PropertyValue], int, int]:
-    """Artemis's scheduling properties as the message's `delivery_time` and
-    `delivery_delay` fields (an argument already given wins): the rest of
-    `props`, the time and the delay. The router reads the fields, not the
-    property map, so a message that is not scheduled costs it nothing."""
+# Message groups (Artemis's core names, then JMS's): the group, and the
+# message's place in it (-1 closes the group).
+GROUP_ID_PROPERTIES = ("_AMQ_GROUP_ID", "JMSXGroupID")
+GROUP_SEQ_PROPERTIES = ("_AMQ_GROUP_SEQUENCE", "JMSXGroupSeq")
+
+# Artemis's header properties that are message fields here: the SDK sends a
+# property given under one of these names as the field (an argument already
+# given wins), so the router reads integers and strings, never a message's
+# property map on the hot path. Selectors still name them (the router looks
+# up the field).
+HEADER_PROPERTIES: dict[str, tuple[str, type]] = {
+    SCHED_DELIVERY: ("delivery_time", int),
+    SCHED_DELAY: ("delivery_delay", int),
+    **{name: ("group_id", str) for name in GROUP_ID_PROPERTIES},
+    **{name: ("group_seq", int) for name in GROUP_SEQ_PROPERTIES},
+}
+
+
+def header_properties(props: Mapping[str, PropertyValue], fields: dict[str, PropertyValue]
+                      ) -> dict[str, PropertyValue]:
+    """Move Artemis's header properties in `props` into `fields` (the
+    message's fields by name; one already set there wins); returns the
+    remaining properties. A value of the wrong type raises ValueError
+    naming the property."""
     rest = dict(props)
-    for name in (SCHED_DELIVERY, SCHED_DELAY):
-        value = rest.pop(name, None)
-        if value is None:
+    for name, (field, kind) in HEADER_PROPERTIES.items():
+        if name not in rest:
             continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"property {name} must be an int (milliseconds), got {value!r}")
-        if name == SCHED_DELIVERY:
-            delivery_time = delivery_time or value
-        else:
-            delivery_delay = delivery_delay or value
-    return rest, delivery_time, delivery_delay
+        value = rest.pop(name)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise ValueError(f"property {name} must be {'an int' if kind is int else 'a string'}, got {value!r}")
+        if not fields.get(field):
+            fields[field] = value
+    return rest
 
 
 def set_properties(target, props: Mapping[str, PropertyValue]) -> None:

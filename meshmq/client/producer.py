@@ -12,7 +12,7 @@ from typing import Protocol
 
 from meshmq.errors import MeshMQError, MessageTooLargeError, Reason, error_for
 from meshmq.transport import MAX_CLIENT_FRAME
-from meshmq.properties import SCHED_DELAY, SCHED_DELIVERY, PropertyValue, scheduling_properties, set_properties
+from meshmq.properties import HEADER_PROPERTIES, PropertyValue, header_properties, set_properties
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
 
@@ -118,9 +118,10 @@ class Producer:
         Scheduled delivery: the router stores and confirms the message at
         once but delivers it no earlier than `delivery_time` (ms since the
         epoch) or `delivery_delay` ms after it accepts it (timed by the
-        router's clock, not this one's). Artemis's properties
-        `_AMQ_SCHED_DELIVERY` and `_AMQ_SCHED_DELAY` in `properties` mean
-        the same and are sent as these fields.
+        router's clock, not this one's). Artemis's header properties in
+        `properties` (`_AMQ_SCHED_DELIVERY`, `_AMQ_SCHED_DELAY`,
+        `_AMQ_GROUP_ID`/`JMSXGroupID`, `_AMQ_GROUP_SEQUENCE`/`JMSXGroupSeq`)
+        mean the same as these arguments and are sent as the fields.
         """
         session = self._session
         if not session.ready.is_set():
@@ -138,9 +139,6 @@ class Producer:
                 raise ValueError("an idempotent producer stamps its own duplicate ids; do not pass one")
             duplicate_id = f"{self.idempotent_key}:{next(self._sequence)}"
         body = bytes(body)
-        if properties and (SCHED_DELIVERY in properties or SCHED_DELAY in properties):
-            properties, delivery_time, delivery_delay = scheduling_properties(properties, delivery_time,
-                                                                             delivery_delay)
         if ttl:
             import time
 
@@ -157,9 +155,11 @@ class Producer:
             fields.update(reply_to=reply_to, correlation_id=correlation_id, type=type, group_id=group_id,
                           group_seq=group_seq)
         if delivery_time or delivery_delay:
-            if delivery_time < 0 or delivery_delay < 0:
-                raise ValueError("delivery_time and delivery_delay must not be negative")
             fields.update(delivery_time=delivery_time, delivery_delay=delivery_delay)
+        if properties and not HEADER_PROPERTIES.keys().isdisjoint(properties):
+            properties = header_properties(properties, fields)
+        if fields.get("delivery_time", 0) < 0 or fields.get("delivery_delay", 0) < 0:
+            raise ValueError("delivery_time and delivery_delay must not be negative")
         if len(body) > self._large_at:
             return await self._send_large(body, properties, fields)
         if len(body) > MAX_CLIENT_FRAME - _FRAME_MARGIN:

@@ -62,6 +62,10 @@ class ResolvedAddressSettings:
     default_last_value_queue: bool = defaults.DEFAULT_LAST_VALUE_QUEUE
     default_non_destructive: bool = defaults.DEFAULT_NON_DESTRUCTIVE
     default_exclusive_queue: bool = defaults.DEFAULT_EXCLUSIVE_QUEUE
+    default_group_rebalance: bool = defaults.DEFAULT_GROUP_REBALANCE
+    default_group_rebalance_pause_dispatch: bool = defaults.DEFAULT_GROUP_REBALANCE_PAUSE_DISPATCH
+    default_group_buckets: int = defaults.DEFAULT_GROUP_BUCKETS
+    default_group_first_key: str | None = defaults.DEFAULT_GROUP_FIRST_KEY
     slow_consumer_threshold: int = defaults.SLOW_CONSUMER_THRESHOLD
     slow_consumer_policy: str = defaults.SLOW_CONSUMER_POLICY
     slow_consumer_check_period: int = defaults.SLOW_CONSUMER_CHECK_PERIOD
@@ -70,7 +74,8 @@ class ResolvedAddressSettings:
 
 _SETTING_FIELDS = tuple(f.name for f in dataclasses.fields(ResolvedAddressSettings) if f.name != "matched")
 # Empty string = explicitly "no address" (see the module docstring).
-_EMPTY_MEANS_NONE = frozenset({"dead_letter_address", "expiry_address", "default_last_value_key"})
+_EMPTY_MEANS_NONE = frozenset({"dead_letter_address", "expiry_address", "default_last_value_key",
+                               "default_group_first_key"})
 
 
 class AddressSettingsResolver:

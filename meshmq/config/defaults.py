@@ -242,6 +242,8 @@ METRICS_PORT: Final = 0
 QUEUE_DURABLE: Final = True
 # addresses.<name>.<routing-type>[].last-value-key, last-value, non-destructive, exclusive: None = the address
 # settings' default-last-value-key, default-last-value-queue, default-non-destructive, default-exclusive-queue.
+# addresses.<name>.<routing-type>[].group-rebalance, group-rebalance-pause-dispatch, group-buckets,
+# group-first-key: None = the address settings' default-group-*.
 
 # --- wildcard-addresses (Artemis WildcardConfiguration) ---------------------
 
@@ -308,6 +310,14 @@ DEFAULT_LAST_VALUE_QUEUE: Final = False
 DEFAULT_NON_DESTRUCTIVE: Final = False
 # default-exclusive-queue: queues created without saying are exclusive (one consumer at a time receives).
 DEFAULT_EXCLUSIVE_QUEUE: Final = False
+# default-group-rebalance: a consumer joining a queue resets its message groups, so they spread again.
+DEFAULT_GROUP_REBALANCE: Final = False
+# default-group-rebalance-pause-dispatch: while rebalancing, dispatch nothing until the in-flight messages are settled.
+DEFAULT_GROUP_REBALANCE_PAUSE_DISPATCH: Final = False
+# default-group-buckets: -1 = every group id tracked; 0 = no grouping; N = ids hashed into N buckets.
+DEFAULT_GROUP_BUCKETS: Final = -1
+# default-group-first-key: the property set true on the first message of a group a consumer is given; None = none.
+DEFAULT_GROUP_FIRST_KEY: Final = None
 # id-cache-size (per match): None = the broker-wide id-cache-size.
 ADDRESS_ID_CACHE_SIZE: Final = None
 # max-size-bytes: bytes of messages an address holds in memory before address-full-policy applies; -1 = no limit

@@ -279,6 +279,11 @@ class Queue(ConfigModel):
     last_value: bool | None = None
     non_destructive: bool | None = None
     exclusive: bool | None = None
+    # Message groups (services/router/message_groups.py); None = the address settings' default-group-*.
+    group_rebalance: bool | None = None
+    group_rebalance_pause_dispatch: bool | None = None
+    group_buckets: Annotated[int, Field(ge=-1)] | None = None
+    group_first_key: Annotated[str, AfterValidator(_property_name)] | None = None
 
     @model_validator(mode="after")
     def _one_last_value_key(self) -> Queue:
@@ -392,6 +397,12 @@ class AddressSettings(ConfigModel):
     default_last_value_queue: bool | None = None
     default_non_destructive: bool | None = None
     default_exclusive_queue: bool | None = None
+    default_group_rebalance: bool | None = None
+    default_group_rebalance_pause_dispatch: bool | None = None
+    # -1 = every group id, 0 = no grouping, N = hashed into N buckets.
+    default_group_buckets: Annotated[int, Field(ge=-1)] | None = None
+    # "" = explicitly none (overrides a less specific match).
+    default_group_first_key: Annotated[str, AfterValidator(_property_name_or_empty)] | None = None
     # Messages/s; -1 = no check (services/router/slow_consumers.py).
     slow_consumer_threshold: Annotated[int, Field(ge=-1)] | None = None
     slow_consumer_policy: SlowConsumerPolicy | None = None

@@ -8,6 +8,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ResetAllGroupsRequest(_message.Message):
+    __slots__ = ("queue",)
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    queue: str
+    def __init__(self, queue: _Optional[str] = ...) -> None: ...
+
+class ResetAllGroupsResponse(_message.Message):
+    __slots__ = ("groups_reset",)
+    GROUPS_RESET_FIELD_NUMBER: _ClassVar[int]
+    groups_reset: int
+    def __init__(self, groups_reset: _Optional[int] = ...) -> None: ...
+
 class CreateAddressRequest(_message.Message):
     __slots__ = ("name", "routing_types")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -339,7 +351,7 @@ class ListQueuesRequest(_message.Message):
     def __init__(self, address: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused", "last_value_key", "non_destructive", "exclusive")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused", "last_value_key", "non_destructive", "exclusive", "group_rebalance", "group_rebalance_pause_dispatch", "group_buckets", "group_first_key", "group_count")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +373,11 @@ class QueueInfo(_message.Message):
     LAST_VALUE_KEY_FIELD_NUMBER: _ClassVar[int]
     NON_DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
     EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_REBALANCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_REBALANCE_PAUSE_DISPATCH_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIRST_KEY_FIELD_NUMBER: _ClassVar[int]
+    GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
@@ -382,7 +399,12 @@ class QueueInfo(_message.Message):
     last_value_key: str
     non_destructive: bool
     exclusive: bool
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ...) -> None: ...
+    group_rebalance: bool
+    group_rebalance_pause_dispatch: bool
+    group_buckets: int
+    group_first_key: str
+    group_count: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., group_rebalance: _Optional[bool] = ..., group_rebalance_pause_dispatch: _Optional[bool] = ..., group_buckets: _Optional[int] = ..., group_first_key: _Optional[str] = ..., group_count: _Optional[int] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ("queues",)
@@ -423,7 +445,7 @@ class ListConsumersResponse(_message.Message):
     def __init__(self, consumers: _Optional[_Iterable[_Union[ConsumerInfo, _Mapping]]] = ...) -> None: ...
 
 class CreateQueueRequest(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable", "last_value_key", "last_value", "non_destructive", "exclusive")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "last_value_key", "last_value", "non_destructive", "exclusive", "group_rebalance", "group_rebalance_pause_dispatch", "group_buckets", "group_first_key")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -433,6 +455,10 @@ class CreateQueueRequest(_message.Message):
     LAST_VALUE_FIELD_NUMBER: _ClassVar[int]
     NON_DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
     EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_REBALANCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_REBALANCE_PAUSE_DISPATCH_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIRST_KEY_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
@@ -442,7 +468,11 @@ class CreateQueueRequest(_message.Message):
     last_value: bool
     non_destructive: bool
     exclusive: bool
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., last_value: _Optional[bool] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ...) -> None: ...
+    group_rebalance: bool
+    group_rebalance_pause_dispatch: bool
+    group_buckets: int
+    group_first_key: str
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., last_value: _Optional[bool] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., group_rebalance: _Optional[bool] = ..., group_rebalance_pause_dispatch: _Optional[bool] = ..., group_buckets: _Optional[int] = ..., group_first_key: _Optional[str] = ...) -> None: ...
 
 class DeleteQueueRequest(_message.Message):
     __slots__ = ("name", "force")

@@ -119,6 +119,11 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.QueueInfo.FromString,
                 _registered_method=True)
+        self.ResetAllGroups = channel.unary_unary(
+                '/meshmq.v1.Management/ResetAllGroups',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsResponse.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -238,6 +243,14 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResetAllGroups(self, request, context):
+        """Forget which consumer each message group of the queue is pinned to
+        (Artemis's resetAllGroups): the next message of each group picks afresh.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -325,6 +338,11 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.ResumeQueue,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.QueueInfo.SerializeToString,
+            ),
+            'ResetAllGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetAllGroups,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -786,6 +804,33 @@ class Management:
             '/meshmq.v1.Management/ResumeQueue',
             meshmq_dot_v1_dot_management__pb2.PauseQueueRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.QueueInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetAllGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/ResetAllGroups',
+            meshmq_dot_v1_dot_management__pb2.ResetAllGroupsRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.ResetAllGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

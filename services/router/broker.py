@@ -38,7 +38,9 @@ from .duplicates import DuplicateDetection
 from .journal_batcher import JournalBatcher
 from .memory_use import MemoryUse
 from .message import Ref
-from .queue import ORDINARY, Queue, QueueAttributes, now_ms
+from .message_groups import install as install_groups
+from .message_groups import recovered as recovered_groups
+from .queue import INTERNAL, Queue, QueueAttributes, now_ms
 from .queue_kinds import install as install_kind
 from .queue_kinds import resolve as resolve_kind
 from .recovery import load_state
@@ -146,6 +148,7 @@ class Broker:
                 self.memory.hold(ref)
             if not q.attributes.ordinary:
                 q.replaced = self._replaced
+            install_groups(q, recovered_groups(q.attributes, self.settings(q.address), q.name.startswith(INTERNAL_PREFIX)))
         self.batcher.start()
         for ref in state.replaced:  # older last values found in the store: their rows go now
             self.memory.hold(ref)
@@ -287,7 +290,7 @@ class Broker:
         addr = self.ensure_address(address or name, routing_type, auto_created=auto_created)
         durable = durable and not temporary and self.persistence_enabled
         if attributes is None:
-            attributes = ORDINARY if name.startswith(INTERNAL_PREFIX) else resolve_kind(self.settings(addr.name))
+            attributes = INTERNAL if name.startswith(INTERNAL_PREFIX) else resolve_kind(self.settings(addr.name))
         q = Queue(
             self._next_queue_id, name, addr.name, routing_type, filter_text, selector,
             durable=durable, temporary=temporary, auto_created=auto_created, owner=owner,
@@ -305,16 +308,17 @@ class Broker:
                 non_destructive=attributes.non_destructive, exclusive=attributes.exclusive,
             )
         log.info("created queue %s on %s (%s%s%s)", name, addr.name, q.routing_type_name, ", durable" if durable else "",
-                 "" if attributes.ordinary else f", {attributes.describe()}")
+                 "" if attributes.ordinary and attributes.default_groups else f", {attributes.describe()}")
         self.bindings_changed()
         self.redistribution.consider(q)  # another node may have a consumer for it already
         return q
 
     def _install(self, q: Queue, attributes: QueueAttributes) -> None:
-        """Give `q` its kind; a last-value queue's replaced messages leave as removed."""
+        """Give `q` its kind and its message groups; a last-value queue's replaced messages leave as removed."""
         if not attributes.ordinary:
             q.replaced = self._replaced
             install_kind(q, attributes)
+        install_groups(q, attributes)
 
     def _replaced(self, ref: Ref) -> None:
         self.delivery.release(ref, REMOVED)
@@ -458,6 +462,8 @@ class Broker:
         self.bindings_changed()
 
     def consumer_detached(self, q: Queue) -> None:
+        if q.groups:  # its pins to the closed consumer go (the next message of each group pins afresh)
+            q.groups.drop_closed()
         if not q.consumers:
             self.redistribution.consider(q)
         self.bindings_changed()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from .message import Ref
+from .message_groups import FirstOfGroup
 
 if TYPE_CHECKING:
     from .queue import Queue
@@ -82,6 +83,15 @@ class ServerConsumer:
             self.credits -= ref.msg.size
         self.pending.append((did, ref))
         self.target.delivered(self, did, ref)
+
+    def deliver_first(self, ref: Ref, key: str) -> None:
+        """Deliver the first message of a group newly pinned to this consumer:
+        a target that shows it (`shows_group_first`, a client session) sends
+        it with the property `key` true (group-first-key, message_groups.py)."""
+        self.deliver(ref)
+        pending = self.pending
+        if getattr(self.target, "shows_group_first", False) and pending and pending[-1][1] is ref:
+            pending[-1] = (pending[-1][0], FirstOfGroup(ref, key))
 
     def grant(self, credits: int) -> None:
         if self.window_size > 0:

@@ -25,6 +25,9 @@ from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
 from .queue import Queue
 from .queue_kinds import resolve as resolve_kind
+
+# CreateQueueRequest's message-group fields, named as queue_kinds.resolve takes them.
+GROUP_ATTRIBUTES = ("group_rebalance", "group_rebalance_pause_dispatch", "group_buckets", "group_first_key")
 from .temporary_queues import management_refusal
 from .client_topology import ClientTopology
 from .event_retention import EventLogStatus
@@ -121,6 +124,11 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
         last_value_key=q.attributes.last_value_key or "",
         non_destructive=q.attributes.non_destructive,
         exclusive=q.attributes.exclusive,
+        group_rebalance=q.attributes.group_rebalance,
+        group_rebalance_pause_dispatch=q.attributes.group_rebalance_pause_dispatch,
+        group_buckets=q.attributes.group_buckets,
+        group_first_key=q.attributes.group_first_key or "",
+        group_count=q.groups.count if q.groups is not None else 0,
     )
 
 
@@ -268,6 +276,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 request.last_value if request.HasField("last_value") else None,
                 request.non_destructive if request.HasField("non_destructive") else None,
                 request.exclusive if request.HasField("exclusive") else None,
+                **{name: getattr(request, name) for name in GROUP_ATTRIBUTES if request.HasField(name)},
             )
             q = self.broker.create_queue(
                 request.name,
@@ -394,6 +403,15 @@ class ManagementServicer(mggrpc.ManagementServicer):
 
     async def ResumeQueue(self, request, context):
         return await self._pause(request, context, False)
+
+    async def ResetAllGroups(self, request, context):
+        def run():
+            q = self.broker.get_queue(request.queue)
+            return mgpb.ResetAllGroupsResponse(groups_reset=q.groups.reset() if q.groups is not None else 0)
+
+        return await self._guard(
+            context, run, lambda: [(Permission.MANAGE, self.broker.get_queue(request.queue).address)], request.queue,
+        )
 
     async def _pause(self, request, context, paused: bool):
         return await self._guard(

@@ -32,6 +32,7 @@ class ServerMessage:
         "forwards",
         "origin",
         "deliver_at",
+        "group",
         "_props",
     )
 
@@ -45,6 +46,8 @@ class ServerMessage:
         self.expiration: int = proto.expiration
         self.timestamp: int = proto.timestamp
         self.large: bool = proto.large
+        # JMSXGroupID ("" when none): the one thing dispatch asks of every message (message_groups.py).
+        self.group: str = proto.group_id
         self.size = size
         # Live queue references; the stored message is deleted when the last goes.
         self.refs = 0

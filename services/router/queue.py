@@ -56,23 +56,44 @@ class QueueAttributes:
     last_value_key: str | None = None
     non_destructive: bool = False
     exclusive: bool = False
+    # Message groups (message_groups.py), Artemis's defaults: every group id
+    # tracked, no rebalance, no first-of-group marker.
+    group_rebalance: bool = False
+    group_rebalance_pause_dispatch: bool = False
+    group_buckets: int = -1
+    group_first_key: str | None = None
 
     @property
     def ordinary(self) -> bool:
+        """No last-value, non-destructive or exclusive behaviour (queue_kinds.py)."""
         return self.last_value_key is None and not self.non_destructive and not self.exclusive
 
+    @property
+    def default_groups(self) -> bool:
+        """Grouping as Artemis's defaults have it."""
+        return (self.group_buckets == -1 and self.group_first_key is None and not self.group_rebalance
+                and not self.group_rebalance_pause_dispatch)
+
     def describe(self) -> str:
-        """For the log: "last-value-key=k, non-destructive, exclusive"."""
+        """For the log: "last-value-key=k, non-destructive, exclusive, group-buckets=8"."""
         words = [f"last-value-key={self.last_value_key}"] if self.last_value_key is not None else []
-        return ", ".join(words + [w for w, on in (("non-destructive", self.non_destructive),
-                                                  ("exclusive", self.exclusive)) if on])
+        words += [w for w, on in (("non-destructive", self.non_destructive), ("exclusive", self.exclusive),
+                                  ("group-rebalance", self.group_rebalance),
+                                  ("group-rebalance-pause-dispatch", self.group_rebalance_pause_dispatch)) if on]
+        if self.group_buckets != -1:
+            words.append(f"group-buckets={self.group_buckets}")
+        if self.group_first_key is not None:
+            words.append(f"group-first-key={self.group_first_key}")
+        return ", ".join(words)
 
 
 ORDINARY = QueueAttributes()
+# The router's own queues (store-and-forward, network subscriptions): ordinary, and no grouping.
+INTERNAL = QueueAttributes(group_buckets=0)
 
 PRIORITIES = 10
 NO_CREDIT = object()
-_PARK = object()
+PARK = object()
 _SEQ = attrgetter("seq")
 
 
@@ -114,6 +135,10 @@ class Queue:
         # and the methods they change); delivery.py asks `non_destructive` on an ack.
         self.attributes = ORDINARY
         self.non_destructive = False
+        # Message groups (message_groups.install sets both): the pins, and the
+        # pick for a message with a group id; without install a queue does not group.
+        self.groups = None
+        self.pick_grouped: Callable[[Ref], object] = self.pick
         # A last-value queue's replaced message leaves with this (the broker's release, REMOVED).
         self.replaced: Callable[[Ref], None] = _no_replacement
         self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
@@ -383,13 +408,14 @@ class Queue:
             bucket = self._buckets[p]
             while bucket:
                 ref = bucket[0]
-                exp = ref.msg.expiration
+                msg = ref.msg
+                exp = msg.expiration
                 if exp and exp <= now:
                     bucket.popleft()
                     self.waiting -= 1
                     expire(ref)
                     continue
-                consumer = self.pick(ref)
+                consumer = self.pick_grouped(ref) if msg.group else self.pick(ref)
                 if consumer is NO_CREDIT:
                     self._put_back(skipped)
                     return parked
@@ -397,7 +423,7 @@ class Queue:
                 if consumer is None:
                     skipped.append(ref)
                     continue
-                if consumer is _PARK:
+                if consumer is PARK:
                     self._parked[p].append(ref)
                     if parked is None:
                         parked = []
@@ -414,7 +440,7 @@ class Queue:
             self._buckets[ref.msg.priority].appendleft(ref)
 
     def pick(self, ref: Ref):
-        """The consumer `ref` goes to, or NO_CREDIT, None (skip it) or _PARK
+        """The consumer `ref` goes to, or NO_CREDIT, None (skip it) or PARK
         (an exclusive queue has its own, queue_kinds.py)."""
         consumers = self.consumers
         n = len(consumers)
@@ -474,4 +500,4 @@ class Queue:
         for c in self.consumers:
             if not c.ready and not c.closed and (c.selector is None or c.selector.matches(ref.msg.lookup)):
                 return None
-        return _PARK
+        return PARK

@@ -43,20 +43,40 @@ from .queue import NO_CREDIT, Queue, QueueAttributes, now_ms
 LVQ_NAME = "_AMQ_LVQ_NAME"
 
 
+def _check_key(what: str, key: str) -> None:
+    if not key:
+        raise BrokerError(Reason.INVALID_REQUEST, f"{what} is empty (leave it out for none)")
+    if any(ord(ch) < 0x20 or ch == "\x7f" for ch in key):
+        raise BrokerError(Reason.INVALID_REQUEST, f"{what} {key!r} contains control characters")
+
+
 def resolve(
     settings: ResolvedAddressSettings, last_value_key: str | None = None, last_value: bool | None = None,
-    non_destructive: bool | None = None, exclusive: bool | None = None,
+    non_destructive: bool | None = None, exclusive: bool | None = None, *,
+    group_rebalance: bool | None = None, group_rebalance_pause_dispatch: bool | None = None,
+    group_buckets: int | None = None, group_first_key: str | None = None,
 ) -> QueueAttributes:
     """The attributes of a new queue: those given, else the address settings'
     defaults (`default-last-value-key`, `default-last-value-queue`,
-    `default-non-destructive`, `default-exclusive-queue`). `last_value` is
+    `default-non-destructive`, `default-exclusive-queue`, `default-group-rebalance`,
+    `default-group-rebalance-pause-dispatch`, `default-group-buckets`,
+    `default-group-first-key`). `last_value` is
     Artemis's legacy flag (key `_AMQ_LVQ_NAME`); given with another key it is
     refused rather than guessed."""
+    if group_buckets is not None and group_buckets < -1:
+        raise BrokerError(Reason.INVALID_REQUEST,
+                          f"group-buckets {group_buckets}: -1 (every group), 0 (no grouping) or a number of buckets")
+    if group_first_key is not None:
+        _check_key("group-first-key", group_first_key)
+    groups = dict(
+        group_rebalance=settings.default_group_rebalance if group_rebalance is None else group_rebalance,
+        group_rebalance_pause_dispatch=(settings.default_group_rebalance_pause_dispatch
+                                        if group_rebalance_pause_dispatch is None else group_rebalance_pause_dispatch),
+        group_buckets=settings.default_group_buckets if group_buckets is None else group_buckets,
+        group_first_key=settings.default_group_first_key if group_first_key is None else group_first_key,
+    )
     if last_value_key is not None:
-        if not last_value_key:
-            raise BrokerError(Reason.INVALID_REQUEST, "last-value-key is empty (leave it out for an ordinary queue)")
-        if any(ord(ch) < 0x20 or ch == "\x7f" for ch in last_value_key):
-            raise BrokerError(Reason.INVALID_REQUEST, f"last-value-key {last_value_key!r} contains control characters")
+        _check_key("last-value-key", last_value_key)
         if last_value and last_value_key != LVQ_NAME:
             raise BrokerError(
                 Reason.INVALID_REQUEST,
@@ -71,6 +91,7 @@ def resolve(
         last_value_key=key,
         non_destructive=settings.default_non_destructive if non_destructive is None else non_destructive,
         exclusive=settings.default_exclusive_queue if exclusive is None else exclusive,
+        **groups,
     )
 
 

@@ -283,8 +283,11 @@ class RouterNode:
                 b.ensure_address(addr_name, rt, auto_created=False)
                 for q in queues:
                     existing = b.queues.get(q.name)
-                    attributes = resolve_kind(b.settings(addr_name), q.last_value_key, q.last_value,
-                                              q.non_destructive, q.exclusive)
+                    attributes = resolve_kind(
+                        b.settings(addr_name), q.last_value_key, q.last_value, q.non_destructive, q.exclusive,
+                        group_rebalance=q.group_rebalance, group_rebalance_pause_dispatch=q.group_rebalance_pause_dispatch,
+                        group_buckets=q.group_buckets, group_first_key=q.group_first_key,
+                    )
                     if existing is None:
                         b.create_queue(q.name, addr_name, rt, q.filter or "", durable=q.durable, attributes=attributes)
                     elif (existing.filter_text != (q.filter or "") or existing.address != addr_name

@@ -48,6 +48,10 @@ DELIVERED = jpb.DELIVERED
 
 
 class ServerSession:
+    # A delivery marked first of its group reaches the client with group-first-key
+    # set (ServerConsumer.deliver_first); a cluster or network link forwards the message as stored.
+    shows_group_first = True
+
     def __init__(self, broker: Broker, session_id: str, client_id: str, transacted: bool, user: str,
                  access: Access | None = None) -> None:
         self.broker = broker

@@ -58,9 +58,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("meshmq.cluster.grouping")
 
-GROUP_ID_PROPERTY = "_AMQ_GROUP_ID"
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -90,14 +87,8 @@ def expired(used_at: int, now: int, group_timeout: int) -> bool:
 
 
 def group_of(proto: mpb.Message) -> str:
-    """A message's group id: its field, else Artemis's `_AMQ_GROUP_ID` property."""
-    gid = proto.group_id
-    if gid:
-        return gid
-    props = proto.properties
-    if props and GROUP_ID_PROPERTY in props:
-        return props[GROUP_ID_PROPERTY].string_value
-    return ""
+    """A message's group id (the SDK sends Artemis's `_AMQ_GROUP_ID` property as the field)."""
+    return proto.group_id
 
 
 # ------------------------------------------------------------ the LOCAL handler
