@@ -297,13 +297,13 @@ def queue_list(url) -> None:
 
     qs = run_coroutine(go())
     header = ("queue", "address", "routing", "durable", "messages", "paged", "paged-bytes", "scheduled", "consumers",
-              "delivering", "added", "acked", "paused", "filter", "kind")
+              "delivering", "added", "acked", "paused", "groups", "filter", "kind")
     rows = [
         (
             q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
             str(q.message_count), str(q.paged_count), str(q.paged_bytes), str(q.scheduled_count), str(q.consumer_count),
             str(q.delivering_count), str(q.messages_added), str(q.messages_acknowledged), "yes" if q.paused else "no",
-            q.filter, queue_kind(q),
+            str(q.group_count), q.filter, queue_kind(q),
         )
         for q in qs
     ]
@@ -313,7 +313,13 @@ def queue_list(url) -> None:
 def queue_kind(q) -> str:
     """A queue's attributes in Artemis's words ("last-value-key=k, non-destructive, exclusive"; "" if ordinary)."""
     words = [f"last-value-key={q.last_value_key}"] if q.last_value_key else []
-    words += [w for w, on in (("non-destructive", q.non_destructive), ("exclusive", q.exclusive)) if on]
+    words += [w for w, on in (("non-destructive", q.non_destructive), ("exclusive", q.exclusive),
+                              ("group-rebalance", q.group_rebalance),
+                              ("group-rebalance-pause-dispatch", q.group_rebalance_pause_dispatch)) if on]
+    if q.group_buckets != -1:
+        words.append(f"group-buckets={q.group_buckets}")
+    if q.group_first_key:
+        words.append(f"group-first-key={q.group_first_key}")
     return ", ".join(words)
 
 
@@ -342,14 +348,21 @@ def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
 @click.option("--last-value-key", default=None, help="A last-value queue on this message property (_AMQ_LVQ_NAME: Artemis's legacy last-value).")
 @click.option("--non-destructive/--destructive", default=None, help="Consumers read without removing. [default: the address settings']")
 @click.option("--exclusive/--not-exclusive", default=None, help="One consumer at a time receives. [default: the address settings']")
-def queue_create(name, url, address, routing_type, filter_, durable, last_value_key, non_destructive, exclusive) -> None:
+@click.option("--group-rebalance/--no-group-rebalance", default=None, help="A new consumer resets the message groups. [default: the address settings']")
+@click.option("--group-rebalance-pause-dispatch/--no-group-rebalance-pause-dispatch", default=None, help="While rebalancing, deliver nothing until in-flight messages are settled. [default: the address settings']")
+@click.option("--group-buckets", type=click.IntRange(min=-1), default=None, help="-1: every group; 0: no grouping; N: group ids hashed into N buckets. [default: the address settings']")
+@click.option("--group-first-key", default=None, help="Property set true on the first message of a group a consumer gets (e.g. JMSXGroupFirstForConsumer).")
+def queue_create(name, url, address, routing_type, filter_, durable, last_value_key, non_destructive, exclusive,
+                 group_rebalance, group_rebalance_pause_dispatch, group_buckets, group_first_key) -> None:
     from meshmq.client import connect
 
     async def go():
         async with await connect(url) as conn:
             q = await conn.admin.create_queue(name, address=address, routing_type=routing_type, filter=filter_, durable=durable,
                                               last_value_key=last_value_key, non_destructive=non_destructive,
-                                              exclusive=exclusive)
+                                              exclusive=exclusive, group_rebalance=group_rebalance,
+                                              group_rebalance_pause_dispatch=group_rebalance_pause_dispatch,
+                                              group_buckets=group_buckets, group_first_key=group_first_key)
             kind = queue_kind(q)
             click.echo(f"created queue {q.name} on address {q.address}" + (f" ({kind})" if kind else ""))
 
@@ -487,6 +500,21 @@ def queue_pause(name, url) -> None:
 def queue_resume(name, url) -> None:
     """Deliver a paused queue's messages again."""
     _pause(name, url, pause=False)
+
+
+@queue.command("reset-groups")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+def queue_reset_groups(name, url) -> None:
+    """Unpin every message group of a queue (Artemis's resetAllGroups)."""
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            n = await conn.admin.reset_all_groups(name)
+            click.echo(f"reset {n} message group(s) of queue {name}")
+
+    run_coroutine(go())
 
 
 def _pause(name: str, url: str, *, pause: bool) -> None:

@@ -429,16 +429,22 @@ class Admin:
     async def create_queue(
         self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
         last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,
+        group_rebalance: bool | None = None, group_rebalance_pause_dispatch: bool | None = None,
+        group_buckets: int | None = None, group_first_key: str | None = None,
     ) -> mgpb.QueueInfo:
-        """Create a queue. `last_value_key`, `non_destructive` and `exclusive` are
-        Artemis's queue attributes (docs/broker.md); None takes the address
-        settings' default (default-last-value-key, default-non-destructive,
-        default-exclusive-queue)."""
+        """Create a queue. `last_value_key`, `non_destructive`, `exclusive` and
+        the `group_*` ones (message groups) are Artemis's queue attributes
+        (docs/broker.md); None takes the address settings' default
+        (default-last-value-key, default-non-destructive, default-exclusive-queue,
+        default-group-rebalance, default-group-rebalance-pause-dispatch,
+        default-group-buckets, default-group-first-key)."""
         if routing_type not in _ROUTING:
             raise ValueError(f"routing_type must be 'anycast' or 'multicast', got {routing_type!r}")
         req = mgpb.CreateQueueRequest(
             name=name, address=address or name, routing_type=_ROUTING[routing_type], filter=filter, durable=durable,
             last_value_key=last_value_key, non_destructive=non_destructive, exclusive=exclusive,
+            group_rebalance=group_rebalance, group_rebalance_pause_dispatch=group_rebalance_pause_dispatch,
+            group_buckets=group_buckets, group_first_key=group_first_key,
         )
         return await self._call(self._stub.CreateQueue, req)
 
@@ -512,6 +518,11 @@ class Admin:
 
     async def resume_queue(self, name: str) -> mgpb.QueueInfo:
         return await self._call(self._stub.ResumeQueue, mgpb.PauseQueueRequest(name=name))
+
+    async def reset_all_groups(self, queue: str) -> int:
+        """Unpin every message group of `queue` (Artemis's resetAllGroups): the
+        next message of each group picks a consumer afresh. Returns how many were pinned."""
+        return (await self._call(self._stub.ResetAllGroups, mgpb.ResetAllGroupsRequest(queue=queue))).groups_reset
 
     async def _stream(self, method, request, on_progress) -> mgpb.OperationProgress:
         # No deadline: a long operation reports progress for as long as it runs.

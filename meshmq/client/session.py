@@ -58,6 +58,8 @@ class QueueAdmin(Protocol):
     async def create_queue(
         self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
         last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,
+        group_rebalance: bool | None = None, group_rebalance_pause_dispatch: bool | None = None,
+        group_buckets: int | None = None, group_first_key: str | None = None,
     ) -> mgpb.QueueInfo: ...
 
     def browse_queue(self, queue: str, *, filter: str = "", page_size: int = 0
@@ -750,13 +752,17 @@ class Session:
     async def create_queue(
         self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
         last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,
+        group_rebalance: bool | None = None, group_rebalance_pause_dispatch: bool | None = None,
+        group_buckets: int | None = None, group_first_key: str | None = None,
     ):
         """Create a queue on this session's node (management permission needed when
         security is on). A non-durable queue is created again on the node a failover
         moves the session to, as Artemis does: that node never had it."""
         await self._wait_ready()
         spec = dict(address=address, routing_type=routing_type, filter=filter, durable=durable,
-                    last_value_key=last_value_key, non_destructive=non_destructive, exclusive=exclusive)
+                    last_value_key=last_value_key, non_destructive=non_destructive, exclusive=exclusive,
+                    group_rebalance=group_rebalance, group_rebalance_pause_dispatch=group_rebalance_pause_dispatch,
+                    group_buckets=group_buckets, group_first_key=group_first_key)
         info = await self._host.admin(self.server).create_queue(name, **spec)
         if not durable:
             self._volatile_queues[name] = spec

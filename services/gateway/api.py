@@ -214,6 +214,11 @@ class CreateQueueBody(BaseModel):
     last_value_key: Annotated[str, Field(min_length=1, max_length=255)] | None = None
     non_destructive: bool | None = None
     exclusive: bool | None = None
+    # Message groups (docs/broker.md); null: the address settings' default-group-*.
+    group_rebalance: bool | None = None
+    group_rebalance_pause_dispatch: bool | None = None
+    group_buckets: Annotated[int, Field(ge=-1)] | None = None
+    group_first_key: Annotated[str, Field(min_length=1, max_length=255)] | None = None
 
 
 def search_queues(queues: list[QueueView], search: str, sort: str, order: str, internal: bool = False
@@ -246,7 +251,10 @@ async def create_queue(node: str, body: CreateQueueBody, gw: GW, who: Manager) -
     view, admin = await _on_node(gw, who, node)
     q = await admin.create_queue(body.name, address=body.address or body.name, routing_type=body.routing_type,
                                  filter=body.filter, durable=body.durable, last_value_key=body.last_value_key,
-                                 non_destructive=body.non_destructive, exclusive=body.exclusive)
+                                 non_destructive=body.non_destructive, exclusive=body.exclusive,
+                                 group_rebalance=body.group_rebalance,
+                                 group_rebalance_pause_dispatch=body.group_rebalance_pause_dispatch,
+                                 group_buckets=body.group_buckets, group_first_key=body.group_first_key)
     return queue_view(view.name, q)
 
 
@@ -284,6 +292,17 @@ async def pause_queue(node: str, queue: str, gw: GW, who: Manager) -> QueueView:
 async def resume_queue(node: str, queue: str, gw: GW, who: Manager) -> QueueView:
     view, admin = await _on_node(gw, who, node)
     return queue_view(view.name, await admin.resume_queue(queue))
+
+
+class GroupsReset(BaseModel):
+    groups_reset: int
+
+
+@router.post(f"/nodes/{NODE}/queues/{QUEUE}/reset-groups", response_model=GroupsReset, tags=["queues"])
+async def reset_all_groups(node: str, queue: str, gw: GW, who: Manager) -> GroupsReset:
+    """Unpin every message group of the queue (Artemis's resetAllGroups)."""
+    _, admin = await _on_node(gw, who, node)
+    return GroupsReset(groups_reset=await admin.reset_all_groups(queue))
 
 
 @router.get(f"/nodes/{NODE}/queues/{QUEUE}/messages", response_model=BrowseView, tags=["queues"])

@@ -72,6 +72,12 @@ class QueueView(BaseModel):
     last_value_key: str = ""
     non_destructive: bool = False
     exclusive: bool = False
+    # Message groups: the attributes and the groups pinned now (Artemis's GroupCount).
+    group_rebalance: bool = False
+    group_rebalance_pause_dispatch: bool = False
+    group_buckets: int = -1
+    group_first_key: str = ""
+    group_count: int = 0
     # Artemis's MessageCount: waiting + delivering + scheduled (paged ones included).
     message_count: int
     waiting: int
@@ -242,6 +248,8 @@ def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:
         node=node, name=q.name, address=q.address, routing_type=routing_name(q.routing_type), filter=q.filter,
         durable=q.durable, temporary=q.temporary, auto_created=q.auto_created, paused=q.paused,
         last_value_key=q.last_value_key, non_destructive=q.non_destructive, exclusive=q.exclusive,
+        group_rebalance=q.group_rebalance, group_rebalance_pause_dispatch=q.group_rebalance_pause_dispatch,
+        group_buckets=q.group_buckets, group_first_key=q.group_first_key, group_count=q.group_count,
         message_count=q.message_count,
         waiting=max(0, q.message_count - q.delivering_count - q.scheduled_count),
         delivering=q.delivering_count, paged=q.paged_count, scheduled=q.scheduled_count,
