@@ -350,7 +350,7 @@ def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
 @click.option("--exclusive/--not-exclusive", default=None, help="One consumer at a time receives. [default: the address settings']")
 @click.option("--group-rebalance/--no-group-rebalance", default=None, help="A new consumer resets the message groups. [default: the address settings']")
 @click.option("--group-rebalance-pause-dispatch/--no-group-rebalance-pause-dispatch", default=None, help="While rebalancing, deliver nothing until in-flight messages are settled. [default: the address settings']")
-@click.option("--group-buckets", type=click.IntRange(min=-1), default=None, help="-1: every group; 0: no grouping; N: group ids hashed into N buckets. [default: the address settings']")
+@click.option("--group-buckets", type=click.IntRange(min=-1, max=2**31 - 1), default=None, help="-1: every group; 0: no grouping; N: group ids hashed into N buckets. [default: the address settings']")
 @click.option("--group-first-key", default=None, help="Property set true on the first message of a group a consumer gets (e.g. JMSXGroupFirstForConsumer).")
 def queue_create(name, url, address, routing_type, filter_, durable, last_value_key, non_destructive, exclusive,
                  group_rebalance, group_rebalance_pause_dispatch, group_buckets, group_first_key) -> None:

@@ -282,7 +282,7 @@ class Queue(ConfigModel):
     # Message groups (services/router/message_groups.py); None = the address settings' default-group-*.
     group_rebalance: bool | None = None
     group_rebalance_pause_dispatch: bool | None = None
-    group_buckets: Annotated[int, Field(ge=-1)] | None = None
+    group_buckets: Annotated[int, Field(ge=-1, le=2**31 - 1)] | None = None
     group_first_key: Annotated[str, AfterValidator(_property_name)] | None = None
 
     @model_validator(mode="after")
@@ -400,7 +400,7 @@ class AddressSettings(ConfigModel):
     default_group_rebalance: bool | None = None
     default_group_rebalance_pause_dispatch: bool | None = None
     # -1 = every group id, 0 = no grouping, N = hashed into N buckets.
-    default_group_buckets: Annotated[int, Field(ge=-1)] | None = None
+    default_group_buckets: Annotated[int, Field(ge=-1, le=2**31 - 1)] | None = None
     # "" = explicitly none (overrides a less specific match).
     default_group_first_key: Annotated[str, AfterValidator(_property_name_or_empty)] | None = None
     # Messages/s; -1 = no check (services/router/slow_consumers.py).

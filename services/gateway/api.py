@@ -217,7 +217,7 @@ class CreateQueueBody(BaseModel):
     # Message groups (docs/broker.md); null: the address settings' default-group-*.
     group_rebalance: bool | None = None
     group_rebalance_pause_dispatch: bool | None = None
-    group_buckets: Annotated[int, Field(ge=-1)] | None = None
+    group_buckets: Annotated[int, Field(ge=-1, le=2**31 - 1)] | None = None
     group_first_key: Annotated[str, Field(min_length=1, max_length=255)] | None = None
 
 
