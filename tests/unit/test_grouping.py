@@ -70,11 +70,8 @@ def test_the_full_group_id_is_group_and_queue_as_in_artemis():
     assert full_group_id("g1", "orders") == "g1.orders"
 
 
-def test_the_group_id_is_the_field_else_the_artemis_property():
+def test_the_group_id_is_the_field():
     assert group_of(mpb.Message(group_id="g")) == "g"
-    m = mpb.Message()
-    m.properties["_AMQ_GROUP_ID"].string_value = "p"
-    assert group_of(m) == "p"
     assert group_of(mpb.Message()) == ""
 
 

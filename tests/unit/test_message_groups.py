@@ -210,15 +210,3 @@ def test_which_queues_group():
     assert not message_groups.groups_on(INTERNAL)
     q = grouped_queue(group_buckets=0)
     assert q.groups is None and q.pick_grouped == q.pick
-
-
-def test_the_group_properties_become_the_fields():
-    m = mpb.Message()
-    m.properties["_AMQ_GROUP_ID"].string_value = "g"
-    m.properties["_AMQ_GROUP_SEQUENCE"].int_value = -1
-    message_groups.adopt(m)
-    assert (m.group_id, m.group_seq) == ("g", -1)
-    other = mpb.Message()
-    other.properties["JMSXGroupID"].int_value = 3  # not a string: not a group
-    message_groups.adopt(other)
-    assert other.group_id == ""
