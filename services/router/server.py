@@ -247,7 +247,9 @@ class RouterNode:
         decisions stored before a restart; a REMOTE one finds the LOCAL node
         through its links' welcomes."""
         gh = self.config.grouping_handler
-        recovered, self.broker.recovered_group_bindings = self.broker.recovered_group_bindings, []
+        recovered = self.broker.recovered_group_bindings
+        if recovered:
+            del self.broker.recovered_group_bindings  # taken (the class's empty default shows again)
         if gh is None:
             return
         own = lambda: self.broker.node_id  # noqa: E731
