@@ -354,3 +354,29 @@ async def test_messages_that_arrive_after_the_remote_consumer_is_known_move(node
     finally:
         await a.close()
         await b.close()
+
+
+async def test_redistributed_messages_are_delivered_highest_priority_first(nodes):
+    """Messages of mixed priority left on A move to B's consumer together (delay
+    0, one redistribution): B delivers them highest priority first, arrival
+    order within a priority, as A would have."""
+    cluster = pair(nodes, 0)
+    priorities = [(0, 9, 4, 1, 9, 4, 0, 5)[n % 8] for n in range(40)]
+    a = await connect(cluster["A"].url)
+    b = await connect(cluster["B"].url)
+    try:
+        a_consumer = await (await a.session()).create_consumer(QUEUE, window_size=0)
+        await wait_bindings(cluster["B"], {("A", QUEUE, 1)})
+        p = await (await a.session()).create_producer(QUEUE)
+        await asyncio.gather(*[await p.send_async(b"m", properties={"n": n}, priority=prio)
+                               for n, prio in enumerate(priorities)])
+        b_consumer = await (await b.session()).create_consumer(QUEUE)
+        await wait_bindings(cluster["A"], {("B", QUEUE, 1)})
+        await a_consumer.close()
+        got = await collect({"B": b_consumer}, len(priorities))
+        expected = sorted(range(len(priorities)), key=lambda n: (-priorities[n], n))
+        assert got == {"B": expected}
+        assert [priorities[n] for n in got["B"]][:10] == [9] * 10
+    finally:
+        await a.close()
+        await b.close()

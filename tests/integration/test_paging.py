@@ -24,6 +24,9 @@ address-settings:
   "drop.#":
     max-size-messages: 5
     address-full-policy: DROP
+  "prio.#":
+    max-size-messages: 10
+    page-size-bytes: 1M
 """
 
 
@@ -162,3 +165,39 @@ async def test_paging_through_a_separate_journal_service(nodes):
         await fill(conn, "paged.remote", 500)
         assert (await queue(conn, "paged.remote")).paged_count > 0
         assert await drain(conn, "paged.remote", 500) == expected(500)
+
+
+# (n, priority) of 30 messages: the first ten fill the address's memory, the
+# other twenty are paged; each part holds 0, 4 and 9, and a 9 is among the last sent.
+PRIORITIES = [(n, (0, 9, 4, 0, 4)[n % 5] if n < 29 else 9) for n in range(30)]
+
+
+def by_priority(items: list[tuple[int, int]]) -> list[int]:
+    """Highest priority first, arrival order within a priority."""
+    return [n for n, _ in sorted(items, key=lambda item: (-item[1], item[0]))]
+
+
+async def test_priority_orders_what_is_in_memory_and_each_page_read_back(nodes):
+    """Artemis's behaviour, docs/broker.md "Paging": paged messages come back
+    in page order, a page at a time, and what is in memory is delivered highest
+    priority first. So the ten held in memory go first (by priority), then the
+    page (by priority): a 9 in the page comes after a 0 that was in memory."""
+    node = nodes.router("paging-priority", extra=SETTINGS)
+    async with await connect(node.url) as conn:
+        await conn.admin.create_queue("prio.q", address="prio.q", routing_type="anycast")
+        s = await conn.session()
+        p = await s.create_producer("prio.q")
+        for n, prio in PRIORITIES:
+            await p.send(str(n).encode(), priority=prio, routing_type="anycast")
+        info = await queue(conn, "prio.q")
+        assert info.message_count == 30 and info.paged_count == 20
+        c = await s.create_consumer("prio.q")
+        got = []
+        for _ in range(30):
+            m = await c.receive(10)
+            assert m is not None, f"only {len(got)} of 30 came back"
+            got.append(int(m.body))
+            m.ack()
+        assert await c.receive(0.3) is None
+        assert got == by_priority(PRIORITIES[:10]) + by_priority(PRIORITIES[10:])
+        assert (await queue(conn, "prio.q")).message_count == 0
