@@ -203,12 +203,27 @@ def _parse_props(items: tuple[str, ...]) -> dict:
     show_default=True,
     help="anycast: to a queue named like the address (created if absent); multicast: to every subscription.",
 )
-def send(url, address, body, body_file, count, properties, durable, priority, ttl, duplicate_id, routing_type) -> None:
+@click.option("--reply-to", default="", help="JMSReplyTo: the address a reply goes to.")
+@click.option("--correlation-id", default="", help="JMSCorrelationID.")
+@click.option("--type", "type_", default="", help="JMSType.")
+@click.option("--group-id", default="", help="JMSXGroupID (_AMQ_GROUP_ID): a message group.")
+@click.option("--group-seq", default=0, type=click.IntRange(-(2**31), 2**31 - 1),
+              help="JMSXGroupSeq (_AMQ_GROUP_SEQUENCE); -1 closes the group. With --count > 1 and a "
+                   "positive value, numbered from it.")
+@click.option("--delivery-time", default=None, callback=lambda ctx, param, value: _delivery_time(value),
+              help="Scheduled delivery (_AMQ_SCHED_DELIVERY): ms since the epoch, or an ISO 8601 time "
+                   "(2030-01-02T03:04:05Z; without a zone, local time).")
+@click.option("--delivery-delay", default=0, type=click.IntRange(min=0),
+              help="Scheduled delivery (_AMQ_SCHED_DELAY): ms after the router accepts the message.")
+def send(url, address, body, body_file, count, properties, durable, priority, ttl, duplicate_id, routing_type,
+         reply_to, correlation_id, type_, group_id, group_seq, delivery_time, delivery_delay) -> None:
     """Send messages and wait for their confirms."""
     from meshmq.client import connect
 
     payload = body_file.read() if body_file else body.encode()
     props = _parse_props(properties)
+    headers = dict(reply_to=reply_to, correlation_id=correlation_id, type=type_, group_id=group_id,
+                   delivery_time=delivery_time, delivery_delay=delivery_delay)
 
     async def go():
         async with await connect(url) as conn:
@@ -217,10 +232,11 @@ def send(url, address, body, body_file, count, properties, durable, priority, tt
             futs = []
             for i in range(count):
                 dup = f"{duplicate_id}-{i}" if duplicate_id and count > 1 else duplicate_id
+                seq = group_seq + i if group_seq > 0 else group_seq
                 futs.append(
                     await producer.send_async(
                         payload, properties=props, durable=durable, priority=priority, ttl=ttl,
-                        duplicate_id=dup, routing_type=routing_type,
+                        duplicate_id=dup, routing_type=routing_type, group_seq=seq, **headers,
                     )
                 )
             results = await asyncio.gather(*futs, return_exceptions=True)
@@ -271,7 +287,8 @@ def receive(url, queue, address, subscription, shared, client_id, filter_, count
                     text = msg.body.decode()
                 except UnicodeDecodeError:
                     text = f"<{len(msg.body)} bytes>"
-                click.echo(f"[{msg.message_id}] {text} {msg.properties or ''}".rstrip())
+                click.echo(" ".join(w for w in (f"[{msg.message_id}] {text}", str(msg.properties or ""),
+                                                header_words(msg.proto)) if w).rstrip())
                 if not no_ack:
                     msg.ack()
             await consumer.close()
@@ -308,6 +325,41 @@ def queue_list(url) -> None:
         for q in qs
     ]
     _print_table(header, rows)
+
+
+def _delivery_time(value: str | None) -> int:
+    """--delivery-time as ms since the epoch: an integer, or an ISO 8601 time."""
+    if value is None or value == "":
+        return 0
+    if value.lstrip("-").isdigit():
+        ms = int(value)
+    else:
+        from datetime import datetime
+
+        try:
+            ms = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is neither ms since the epoch nor an ISO 8601 time") from None
+    if ms < 0:
+        raise click.BadParameter(f"{value!r} is before the epoch")
+    return ms
+
+
+def header_words(m) -> str:
+    """A message's JMS headers and delivery time that are set, as key=value words
+    ("correlation-id=c1 group-id=g group-seq=2"; "" if none is)."""
+    words = [f"{name}={value}" for name, value in (
+        ("reply-to", m.reply_to), ("correlation-id", m.correlation_id), ("type", m.type),
+        ("group-id", m.group_id), ("group-seq", m.group_seq)) if value]
+    if m.delivery_time:
+        words.append(f"delivery-time={_iso_ms(m.delivery_time)}")
+    return " ".join(words)
+
+
+def _iso_ms(ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def queue_kind(q) -> str:
@@ -420,8 +472,8 @@ def queue_browse(name, url, offset, limit, filter_, body_bytes) -> None:
         m = b.message
         body = m.body.decode(errors="replace") + ("…" if b.body_size > len(m.body) else "")
         rows.append((str(m.message_id), b.state, str(m.priority), str(b.delivery_count), str(b.body_size),
-                     repr(properties_dict(m.properties)) if m.properties else "", body))
-    _print_table(("id", "state", "priority", "deliveries", "size", "properties", "body"), rows)
+                     repr(properties_dict(m.properties)) if m.properties else "", header_words(m), body))
+    _print_table(("id", "state", "priority", "deliveries", "size", "properties", "headers", "body"), rows)
     shown = f"{offset + 1}-{offset + len(page.messages)}" if page.messages else "none"
     click.echo(f"{shown} of {page.total} message(s){' matching' if filter_ else ''} in {name}", err=True)
 

@@ -167,3 +167,41 @@ def test_queue_retry_says_what_happened_to_each_message_and_fails_when_it_moved_
     assert r.returncode == 2 and "MESSAGE_NOT_FOUND" in r.stderr and "987654321" in r.stderr, r.stderr
     r = meshmq("queue", "retry", "cli.nope", "--url", router.url)
     assert r.returncode == 2 and "QUEUE_NOT_FOUND" in r.stderr and "cli.nope" in r.stderr, r.stderr
+
+
+def test_send_sets_the_jms_headers_and_a_delivery_time_and_browse_and_receive_show_them(shared_router):
+    url, queue = shared_router.url, "cli.headers"
+    sent = meshmq("send", "--url", url, "--address", queue, "--body", "req", "--count", "2", "--reply-to", "cli.replies",
+                  "--correlation-id", "c-7", "--type", "order", "--group-id", "g1", "--group-seq", "1")
+    assert sent.returncode == 0, sent.stderr
+    at = "2100-01-02T03:04:05.678Z"
+    later = meshmq("send", "--url", url, "--address", queue, "--body", "later", "--delivery-time", at)
+    assert later.returncode == 0, later.stderr
+    delayed = meshmq("send", "--url", url, "--address", queue, "--body", "delayed", "--delivery-delay", "3600000")
+    assert delayed.returncode == 0, delayed.stderr
+
+    listed = meshmq("queue", "list", "--url", url).stdout.splitlines()
+    header = listed[0].split("\t")
+    row = dict(zip(header, next(line.split("\t") for line in listed if line.startswith(queue + "\t"))))
+    assert (row["messages"], row["scheduled"]) == ("4", "2")
+
+    browsed = meshmq("queue", "browse", queue, "--url", url).stdout.splitlines()
+    assert browsed[0].split("\t") == ["id", "state", "priority", "deliveries", "size", "properties", "headers", "body"]
+    rows = {line.split("\t")[-1]: line.split("\t") for line in browsed[1:]}
+    common = "reply-to=cli.replies correlation-id=c-7 type=order group-id=g1"
+    # Scheduled first (they come back at the head), then the waiting ones.
+    assert [line.split("\t")[1] for line in browsed[1:]] == ["scheduled", "scheduled", "waiting", "waiting"]
+    assert [line.split("\t")[6] for line in browsed[3:]] == [f"{common} group-seq=1", f"{common} group-seq=2"]
+    assert rows["later"][1] == "scheduled" and rows["later"][6] == f"delivery-time={at}"
+    assert rows["delayed"][1] == "scheduled" and rows["delayed"][6].startswith("delivery-time=")
+
+    got = meshmq("receive", "--url", url, "--queue", queue, "--count", "2", "--filter", "JMSCorrelationID = 'c-7'")
+    assert got.returncode == 0, got.stderr
+    assert [line.split("] ", 1)[1] for line in got.stdout.splitlines()] == [
+        f"req {common} group-seq=1", f"req {common} group-seq=2"]
+    assert meshmq("queue", "purge", queue, "--url", url).returncode == 0
+
+
+def test_send_refuses_a_delivery_time_it_cannot_read(shared_router):
+    r = meshmq("send", "--url", shared_router.url, "--address", "cli.bad", "--delivery-time", "tomorrow")
+    assert r.returncode == 2 and "neither ms since the epoch nor an ISO 8601 time" in r.stderr

@@ -466,7 +466,7 @@ def test_cli_commands(node):
     meshmq("send", "--address", "mo.cli", "--routing-type", "multicast", "--body", "hello there", "--count", "3",
            "-p", "n=1")
     listed = meshmq("queue", "browse", "mo.cli.a", "--body-bytes", "5").splitlines()
-    assert listed[0].split("\t") == ["id", "state", "priority", "deliveries", "size", "properties", "body"]
+    assert listed[0].split("\t") == ["id", "state", "priority", "deliveries", "size", "properties", "headers", "body"]
     assert [line.split("\t")[1] for line in listed[1:]] == ["waiting"] * 3
     assert all(line.endswith("\thello…") for line in listed[1:])
     assert "moved 2 of 2 message(s) from mo.cli.a to mo.cli.b" in meshmq("queue", "move", "mo.cli.a", "mo.cli.b",
