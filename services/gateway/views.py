@@ -91,6 +91,12 @@ class QueueView(BaseModel):
     # Sent to the dead-letter address.
     messages_dead_lettered: int
 
+    def kind(self) -> str:
+        """The queue's kind in Artemis's words ("last-value-key=k, exclusive"; "" if ordinary)."""
+        words = [f"last-value-key={self.last_value_key}"] if self.last_value_key else []
+        words += [w for w, on in (("non-destructive", self.non_destructive), ("exclusive", self.exclusive)) if on]
+        return ", ".join(words)
+
 
 class AddressView(BaseModel):
     node: str
@@ -201,6 +207,13 @@ class MessageView(BaseModel):
     delivery_count: int
     duplicate_id: str = ""
     user_id: str = ""
+    # The JMS headers and the scheduled delivery time (ms since the epoch; 0: none), as sent.
+    reply_to: str = ""
+    correlation_id: str = ""
+    type: str = ""
+    group_id: str = ""
+    group_seq: int = 0
+    delivery_time: int = 0
     body_size: int
     # The first bytes of the body as text (undecodable bytes replaced), and whether that is all of it.
     body_preview: str
@@ -284,6 +297,8 @@ def message_view(b: mgpb.BrowsedMessage) -> MessageView:
     return MessageView(
         message_id=m.message_id, state=b.state, durable=m.durable, priority=m.priority, timestamp=m.timestamp,
         expiration=m.expiration, delivery_count=b.delivery_count, duplicate_id=m.duplicate_id, user_id=m.user_id,
+        reply_to=m.reply_to, correlation_id=m.correlation_id, type=m.type, group_id=m.group_id,
+        group_seq=m.group_seq, delivery_time=m.delivery_time,
         body_size=size, body_preview=m.body.decode("utf-8", "replace"), body_truncated=len(m.body) < size,
         properties={k: _value(v) for k, v in sorted(m.properties.items())})
 

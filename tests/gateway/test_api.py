@@ -5,6 +5,8 @@ problem+json errors, a router that is down, CSRF on cookie sessions, metrics."""
 from __future__ import annotations
 
 import re
+import time
+from datetime import datetime
 from urllib.parse import quote
 
 import httpx
@@ -321,6 +323,46 @@ def test_queue_kinds_are_created_and_shown_through_the_api(stack):
     assert (plain["last_value_key"], plain["non_destructive"], plain["exclusive"]) == ("", False, False)
     bad = _problem(admin.post("/api/v1/nodes/node/queues", json={"name": "gw.bad", "exclusive": "maybe"}), 422)
     assert "exclusive" in bad["detail"]
+
+
+async def test_the_console_shows_queue_kinds_groups_scheduled_messages_and_message_headers(stack):
+    admin = stack.client("admin")
+    made = admin.post("/api/v1/nodes/node/queues", json={"name": "gw.kinds", "last_value_key": "sku",
+                                                          "exclusive": True})
+    assert made.status_code == 201, made.text
+    admin.post("/api/v1/nodes/node/queues", json={"name": "gw.grouped"})
+    at = int(time.time() * 1000) + 3_600_000
+    async with await connect(stack.sdk_url) as conn:
+        session = await conn.session()
+        producer = await session.create_producer("gw.grouped")
+        await producer.send(b"later", correlation_id="c-1", reply_to="gw.replies", type="order", group_id="g1",
+                            group_seq=3, delivery_time=at)
+        for group in ("g1", "g2"):
+            await producer.send(group.encode(), group_id=group)
+        consumer = await session.create_consumer("gw.grouped")
+        assert {(await consumer.receive(5)).body for _ in range(2)} == {b"g1", b"g2"}  # not acknowledged
+
+        def counted() -> bool:
+            q = admin.get("/api/v1/nodes/node/queues/gw.grouped").json()
+            return (q["group_count"], q["scheduled"], q["message_count"]) == (2, 1, 3)
+        wait_for(counted, 10, "two groups pinned and one message scheduled")
+
+        browser = _console_login(stack, "admin", "s3cret-admin")
+        table = browser.get("/queues", params={"search": "gw."}).text
+        kinds = dict(re.findall(r'data-queue="(gw\.[a-z]+)">.*?<td class="kind">([^<]*)</td>', table, re.S))
+        assert kinds == {"gw.kinds": "last-value-key=sku, exclusive", "gw.grouped": ""}, table
+        page = browser.get("/nodes/node/queues/gw.grouped").text
+        assert '<dd id="queue-kind">ordinary</dd>' in page and '<dd id="group-count">2</dd>' in page, page
+        assert re.search(r"<dt>Scheduled</dt><dd>1</dd>", page), page
+        # Delivering first (the two pinned), then the scheduled one.
+        headers = re.findall(r'<td class="headers">(.*?)</td>', page, re.S)[2]
+        assert (f"<code>delivery-time={datetime.fromtimestamp(at / 1000):%Y-%m-%d %H:%M:%S}</code> "
+                "<code>correlation-id=c-1</code> <code>group-id=g1</code> <code>group-seq=3</code> "
+                "<code>reply-to=gw.replies</code> <code>type=order</code>") in headers, headers
+        assert '<dd id="queue-kind">last-value-key=sku, exclusive</dd>' in browser.get("/nodes/node/queues/gw.kinds").text
+        browsed = admin.get("/api/v1/nodes/node/queues/gw.grouped/messages").json()["messages"]
+        assert [(m["state"], m["correlation_id"], m["group_id"], m["delivery_time"]) for m in browsed] == [
+            ("delivering", "", "g1", 0), ("delivering", "", "g2", 0), ("scheduled", "c-1", "g1", at)]
 
 
 def test_bad_requests_are_problems_naming_what_was_wrong(stack):
