@@ -778,8 +778,13 @@ class Session:
         window_size: int | None = None,
         shared: bool = False,
         durable: bool = True,
+        temporary: bool = False,
     ) -> Consumer:
         """Consume from `queue`, or subscribe to a multicast `address`.
+
+        `temporary=True` with `queue`: a new temporary queue of this session
+        (JMS createTemporaryQueue): anycast, on an address of its own name,
+        deleted when this consumer closes; others send to it by that name.
 
         Without a `subscription` name the subscription is the consumer's own
         and temporary. With one it is a named subscription, as JMS 2.0 and
@@ -808,7 +813,7 @@ class Session:
         fut = self._expect("consumer_created", cid)
         c = Consumer(self._members, bpb.CreateConsumer(
             consumer_id=cid, queue=queue, address=address, subscription=subscription, filter=filter, window_size=window,
-            shared=shared, durable=durable,
+            shared=shared, durable=durable, temporary=temporary,
         ))
         self._consumers[cid] = c
         self.write(bpb.SessionRequest(create_consumer=c._create_request()))

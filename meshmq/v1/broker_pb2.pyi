@@ -158,7 +158,7 @@ class Rejection(_message.Message):
     def __init__(self, index: _Optional[int] = ..., reason: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class CreateConsumer(_message.Message):
-    __slots__ = ("consumer_id", "queue", "address", "subscription", "filter", "window_size", "routing_type", "shared", "durable")
+    __slots__ = ("consumer_id", "queue", "address", "subscription", "filter", "window_size", "routing_type", "shared", "durable", "temporary")
     CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +168,7 @@ class CreateConsumer(_message.Message):
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
     SHARED_FIELD_NUMBER: _ClassVar[int]
     DURABLE_FIELD_NUMBER: _ClassVar[int]
+    TEMPORARY_FIELD_NUMBER: _ClassVar[int]
     consumer_id: int
     queue: str
     address: str
@@ -177,7 +178,8 @@ class CreateConsumer(_message.Message):
     routing_type: _messages_pb2.RoutingType
     shared: bool
     durable: bool
-    def __init__(self, consumer_id: _Optional[int] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., subscription: _Optional[str] = ..., filter: _Optional[str] = ..., window_size: _Optional[int] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., shared: _Optional[bool] = ..., durable: _Optional[bool] = ...) -> None: ...
+    temporary: bool
+    def __init__(self, consumer_id: _Optional[int] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., subscription: _Optional[str] = ..., filter: _Optional[str] = ..., window_size: _Optional[int] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., shared: _Optional[bool] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ...) -> None: ...
 
 class Unsubscribe(_message.Message):
     __slots__ = ("request_id", "subscription")

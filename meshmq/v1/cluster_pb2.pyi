@@ -251,7 +251,7 @@ class NetworkPolicy(_message.Message):
     def __init__(self, consumer_ttl: _Optional[int] = ..., message_ttl: _Optional[int] = ..., conduit_subscriptions: _Optional[bool] = ..., dynamic_only: _Optional[bool] = ..., decrease_network_consumer_priority: _Optional[bool] = ..., suppress_duplicate_queue_subscriptions: _Optional[bool] = ..., suppress_duplicate_topic_subscriptions: _Optional[bool] = ..., bridge_temp_destinations: _Optional[bool] = ..., prefetch_size: _Optional[int] = ..., replay_when_no_consumers: _Optional[bool] = ..., included_queues: _Optional[_Iterable[str]] = ..., included_topics: _Optional[_Iterable[str]] = ..., excluded_queues: _Optional[_Iterable[str]] = ..., excluded_topics: _Optional[_Iterable[str]] = ..., static_queues: _Optional[_Iterable[str]] = ..., static_topics: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DemandUpdate(_message.Message):
-    __slots__ = ("added", "removed", "full", "moved")
+    __slots__ = ("added", "removed", "full", "moved", "version")
     class MovedEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -263,11 +263,13 @@ class DemandUpdate(_message.Message):
     REMOVED_FIELD_NUMBER: _ClassVar[int]
     FULL_FIELD_NUMBER: _ClassVar[int]
     MOVED_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
     added: _containers.RepeatedCompositeFieldContainer[NetworkDemand]
     removed: _containers.RepeatedScalarFieldContainer[str]
     full: bool
     moved: _containers.ScalarMap[str, int]
-    def __init__(self, added: _Optional[_Iterable[_Union[NetworkDemand, _Mapping]]] = ..., removed: _Optional[_Iterable[str]] = ..., full: _Optional[bool] = ..., moved: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    version: int
+    def __init__(self, added: _Optional[_Iterable[_Union[NetworkDemand, _Mapping]]] = ..., removed: _Optional[_Iterable[str]] = ..., full: _Optional[bool] = ..., moved: _Optional[_Mapping[str, int]] = ..., version: _Optional[int] = ...) -> None: ...
 
 class NetworkDemand(_message.Message):
     __slots__ = ("key", "kind", "destination", "selector", "path", "hops", "origins", "attached")

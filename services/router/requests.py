@@ -91,6 +91,8 @@ class CreateConsumer:
     # A named subscription (subscriptions.py): shared by several consumers; durable (the default).
     shared: bool = False
     durable: bool = True
+    # With `queue`: a new temporary queue of the session (JMS createTemporaryQueue).
+    temporary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +176,7 @@ def _convert(req: bpb.SessionRequest, kind: str):
             raise InvalidCommand(f"consumer {c.consumer_id}: unknown routing type {c.routing_type} (ANYCAST 1, "
                                  "MULTICAST 2, or 0 for anycast)", consumer_id=c.consumer_id)
         return CreateConsumer(c.consumer_id, c.queue, c.address, c.subscription, c.filter, c.window_size, c.routing_type,
-                              c.shared, c.durable if c.HasField("durable") else True)
+                              c.shared, c.durable if c.HasField("durable") else True, c.temporary)
     if kind == "close_consumer":
         c = req.close_consumer
         last_handed = c.last_handed_delivery_id if c.HasField("last_handed_delivery_id") else None

@@ -284,6 +284,8 @@ class ServerSession:
             raise BrokerError(Reason.INVALID_REQUEST, "give either a queue or an address to subscribe to, not both")
         not_internal("queue", cmd.queue)
         not_internal("address", cmd.address)
+        if cmd.queue and cmd.temporary:
+            return self._temporary_queue(cmd), compile_filter(cmd.filter)
         if cmd.queue:
             selector = compile_filter(cmd.filter)
             q = broker.queues.get(cmd.queue)
@@ -315,6 +317,21 @@ class ServerSession:
             owner=Owner(self.id, self.user),
         )
         return q, None
+
+    def _temporary_queue(self, cmd: rq.CreateConsumer) -> Queue:
+        """A temporary queue of this session (JMS createTemporaryQueue, as
+        Artemis makes one): anycast, on an address of its own name, owned by
+        the session and deleted with its consumer. Unlike a temporary
+        subscription it is a temporary *destination*, which a network
+        connector's bridgeTempDestinations governs."""
+        name = cmd.queue
+        if name in self.broker.queues:
+            raise BrokerError(Reason.QUEUE_EXISTS, f"queue {name!r} exists: it cannot be a new temporary queue")
+        self._check(Permission.CONSUME, name)
+        self._check_create(name, durable=False)
+        self.broker.ensure_address(name, ANYCAST, auto_created=True)  # goes with its queue
+        return self.broker.create_queue(name, name, ANYCAST, durable=False, temporary=True, auto_created=False,
+                                        owner=Owner(self.id, self.user))
 
     def _subscription_queue(self, cmd: rq.CreateConsumer) -> Queue:
         """The queue of the named subscription `cmd` asks for (subscriptions.py),

@@ -208,6 +208,13 @@ class Forwarder(ABC):
     def stamp(self, message: mpb.Message) -> None:
         """Mark a message on its way out (a network link adds this node to its path)."""
 
+    def order_version(self) -> int:
+        """The version a batch holding a request carries: the target takes it
+        once it has what this node offered it up to that version (a cluster
+        bridge: this node's bindings, bindings_order.py; a network link
+        overrides it with its demand, network/demand_order.py)."""
+        return self.broker.bindings_version
+
     def _forwarded(self, fwd: cpb.ForwardedMessage, ref: Ref) -> mpb.Message:
         m = fwd.message
         m.CopyFrom(ref.msg.proto)
@@ -238,7 +245,7 @@ class Forwarder(ABC):
         for _, ref in items:
             request |= bool(self._forwarded(batch.messages.add(), ref).reply_to)
         if request:  # its reply queue must be known on the other side first (bindings_order.py)
-            batch.bindings_version = self.broker.bindings_version
+            batch.bindings_version = self.order_version()
         self._sink.put_nowait(Outgoing(self.frame(forward=batch), self))
 
     def _send_large(self, item: tuple[int, Ref]) -> None:
@@ -246,7 +253,7 @@ class Forwarder(ABC):
         batch = self._new_batch([item])
         m = self._forwarded(batch.messages.add(), ref)
         if m.reply_to:
-            batch.bindings_version = self.broker.bindings_version
+            batch.bindings_version = self.order_version()
         inline = None
         if not m.large:  # an ordinary message over min-large-message-size: its body goes in chunks too
             inline = m.body

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from meshmq.errors import BrokerError
 from meshmq.routing_names import INTERNAL_PREFIX
@@ -36,13 +36,19 @@ log = logging.getLogger("meshmq.cluster")
 BRIDGE_CACHE = INTERNAL_PREFIX + "bridge."
 
 
+class VersionWaiter(Protocol):
+    """What a request's batch waits on (bindings_order.OfferedVersions, network/demand_order.DemandVersions)."""
+
+    async def caught_up(self, node_id: str, version: int) -> bool: ...
+
+
 class Receiver:
     """Takes what node `source_node_id` forwards over one link stream and
     confirms it into `out` with frames of class `frame` (the direction this
     end writes: LinkResponse at the acceptor, LinkRequest at the dialer)."""
 
     def __init__(self, broker: Broker, source_node_id: str, source_name: str, out: asyncio.Queue, *,
-                 frame: type, scale_down: bool = False) -> None:
+                 frame: type, scale_down: bool = False, versions: VersionWaiter | None = None) -> None:
         self.broker = broker
         self.source_node_id = source_node_id
         self.source_name = source_name
@@ -50,6 +56,9 @@ class Receiver:
         self._frame = frame
         self._scale_down = scale_down
         self._cache = BRIDGE_CACHE + source_node_id
+        # Whose versions a request's batch waits for: the source's bindings (a
+        # cluster bridge) or its demand (a network link).
+        self._versions: VersionWaiter = versions if versions is not None else broker.offered_versions
 
     async def take(self, batch: cpb.ForwardBatch, frames: AsyncIterator[Any]) -> bool:
         """Stage `batch` (its body read from `frames` when it is a large
@@ -57,7 +66,7 @@ class Receiver:
         large message's body. A batch holding a request waits first for the
         source's bindings it was sent under (bindings_order.py)."""
         if batch.bindings_version:
-            await self.broker.offered_versions.caught_up(self.source_node_id, batch.bindings_version)
+            await self._versions.caught_up(self.source_node_id, batch.bindings_version)
         if len(batch.messages) == 1 and batch.messages[0].message.large:
             staged = await self._take_large(batch, frames)
             if staged is None:

@@ -33,6 +33,7 @@ from meshmq.v1 import cluster_pb2_grpc as cgrpc
 from ..cluster.bridge import retry_delays
 from ..cluster.link_identity import LinkIdentity
 from .demand import CHILD, PARENT, PEER, Changes, NetworkDemand, OfferDelta
+from .demand_order import DemandVersions
 from .link import DISCONNECTED, RETRYING, STOPPED, NetworkLink, read_with_ttl
 from .local_demand import LocalConsumer, local_demand
 from .wire import connector_policy, demand_from_proto, link_policy, tree_policy
@@ -88,7 +89,10 @@ class NetworkConnectors:
         self._watchers: list[TopologyWatcher] = []
         self._apis: list = []
         self._stop_watching = lambda: None
-        self._scan_scheduled = False
+        self._scan_scheduled: asyncio.TimerHandle | None = None
+        # Request/reply ordering (demand_order.py): raised whenever demand is sent on any link.
+        self.demand_version = 0
+        self.versions = DemandVersions()
 
     @property
     def node_type(self) -> str:
@@ -155,6 +159,8 @@ class NetworkConnectors:
         for changes in steps:
             merged.merge(changes)
             touched.update(changes.subscriptions)
+        if merged.offers:
+            self.demand_version += 1
         for link_id, delta in merged.offers.items():
             link = self.links.get(link_id)
             if link is not None:
@@ -169,13 +175,27 @@ class NetworkConnectors:
                 link.return_stranded()
 
     def _local_changed(self) -> None:
-        if not self._scan_scheduled and self.decider is not None:
-            self._scan_scheduled = True
-            asyncio.get_running_loop().call_later(LOCAL_DEBOUNCE_S, self._scan)
+        if self._scan_scheduled is None and self.decider is not None:
+            self._scan_scheduled = asyncio.get_running_loop().call_later(LOCAL_DEBOUNCE_S, self._scan)
+
+    def before_request(self, link: NetworkLink) -> int:
+        """A batch holding a request is about to go over `link`: this node's
+        consumers as they are now become demand (a pending scan runs at once),
+        every link offering demand to the same peer has been sent the current
+        demand version, and that version is what the batch carries
+        (demand_order.py)."""
+        if self._scan_scheduled is not None:
+            self._scan_scheduled.cancel()
+            self._scan()
+        version = self.demand_version
+        for other in self.links.values():
+            if other.target_node_id == link.target_node_id and other.sent_version < version:
+                other.send_demand(OfferDelta([], []))  # only the version: nothing else went there since
+        return version
 
     def _scan(self) -> None:
         """Local consumers now against the last scan: the differences to the decider."""
-        self._scan_scheduled = False
+        self._scan_scheduled = None
         now = local_demand(list(self.broker.queues.values()))
         before, self._local = self._local, now
         steps = []
@@ -192,19 +212,20 @@ class NetworkConnectors:
 
     def _demand(self, link: NetworkLink, update: cpb.DemandUpdate) -> None:
         """A peer's demand arrived over `link`."""
-        delta = OfferDelta(added=[demand_from_proto(d) for d in update.added], removed=list(update.removed),
-                           moved=dict(update.moved))
         if update.full:
-            self._apply(self.decider.reset(link.link_id), self.decider.received(link.link_id, delta))
+            self._apply(self.decider.reset(link.link_id), self.decider.received(link.link_id, _delta(update)))
             link.drop_stale_topic_queues()
-        else:
-            self._apply(self.decider.received(link.link_id, delta))
+        elif update.added or update.removed or update.moved:
+            self._apply(self.decider.received(link.link_id, _delta(update)))
+        # Applied (the reply queues' subscriptions are there): requests sent after it may be taken.
+        self.versions.seen(link.link_id, link.target_node_id, update.version)
 
     def _register(self, link: NetworkLink, peer: str) -> None:
         """`link` leads to node `peer` (first contact, or another node answers there now)."""
         if link.target_node_id == peer and link.link_id in self._policies:
             return
         if link.link_id in self._policies:  # the endpoint is another node now: its demand and queue are another
+            self.versions.lost(link.link_id, link.target_node_id)
             self._apply(self.decider.remove_link(link.link_id))
             link.close_subscriptions()
             link.forget_queue()
@@ -223,7 +244,7 @@ class NetworkConnectors:
                            duplex=duplex or kind == TREE,
                            role=role, prefetch=policy.prefetch_size or defaults.NC_PREFETCH_SIZE,
                            message_ttl=None if kind == TREE else policy.message_ttl or 1,
-                           replay=policy.replay_when_no_consumers, on_demand=self._demand)
+                           replay=policy.replay_when_no_consumers, on_demand=self._demand, ordering=self)
         self.links[name] = link
         return link
 
@@ -358,6 +379,11 @@ class NetworkConnectors:
             log.info("network link %s ended: %s", link.name, _describe(exc))
         finally:
             link.state = DISCONNECTED
+
+
+def _delta(update: cpb.DemandUpdate) -> OfferDelta:
+    return OfferDelta(added=[demand_from_proto(d) for d in update.added], removed=list(update.removed),
+                      moved=dict(update.moved))
 
 
 def _describe(exc: BaseException) -> str:

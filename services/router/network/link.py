@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
@@ -38,6 +38,7 @@ from ..cluster.receiver import Receiver
 from ..dead_letter import copy_message, server_message, transfer
 from ..routing import ROUTE_SEP, ROUTE_TO
 from .demand import QUEUE, LinkSpec, OfferDelta, Subscription
+from .demand_order import DemandVersions
 from .path import stamp
 from .subscription import NetworkSubscription, subscription_queue_prefix
 from .wire import demand_to_proto
@@ -54,6 +55,18 @@ DISCONNECTED = "disconnected"  # an accepted link whose peer is away (it redials
 PING = cpb.LinkResponse(ping=cpb.LinkPing())
 
 
+class Ordering(Protocol):
+    """What a link asks of its node to order requests after their reply
+    queue's demand (demand_order.py; connectors.py's NetworkConnectors)."""
+
+    demand_version: int
+    versions: DemandVersions
+
+    def before_request(self, link: NetworkLink) -> int:
+        """The demand version a request forwarded over `link` carries, once
+        every link offering demand to its peer has been sent it."""
+
+
 class NetworkLink(Forwarder):
     """A link of network connector (or tree connector) `connector` with one
     peer; `dialer`: this node opened it. The link's kind and role fix which
@@ -63,7 +76,7 @@ class NetworkLink(Forwarder):
 
     def __init__(self, broker: Broker, connector: str, kind: str, *, name: str, policy: cpb.NetworkPolicy,
                  dialer: bool, duplex: bool, role: str, prefetch: int, message_ttl: int | None, replay: bool,
-                 on_demand: Callable[[NetworkLink, cpb.DemandUpdate], None]) -> None:
+                 on_demand: Callable[[NetworkLink, cpb.DemandUpdate], None], ordering: Ordering) -> None:
         super().__init__(broker, name, f"{broker.name}.{connector}",
                          frame=cpb.LinkRequest if dialer else cpb.LinkResponse,
                          window=defaults.CC_CONFIRMATION_WINDOW_SIZE,
@@ -92,6 +105,8 @@ class NetworkLink(Forwarder):
         self.demand_received = 0
         self.subscriptions: dict[str, NetworkSubscription] = {}
         self._on_demand = on_demand
+        self._ordering = ordering
+        self.sent_version = 0  # the demand version the peer was last sent (demand_order.py)
         self._inflight: dict[int, NetworkSubscription] = {}  # sf copy's message id -> its subscription
         self._out: asyncio.Queue | None = None
         self._serving: asyncio.Task | None = None
@@ -116,6 +131,10 @@ class NetworkLink(Forwarder):
 
     def stamp(self, message: mpb.Message) -> None:
         stamp(message, self.broker.node_id)
+
+    def order_version(self) -> int:
+        """A request's batch: after its reply queue's demand (demand_order.py)."""
+        return self._ordering.before_request(self)
 
     # ------------------------------------------------------------ subscriptions
 
@@ -195,8 +214,9 @@ class NetworkLink(Forwarder):
         """Tell the peer (when connected; a reconnect sends the whole offer)."""
         if self._out is None or not self.offers:
             return
+        self.sent_version = self._ordering.demand_version
         update = cpb.DemandUpdate(added=[demand_to_proto(d) for d in delta.added], removed=delta.removed, full=full,
-                                  moved=delta.moved)
+                                  moved=delta.moved, version=self.sent_version)
         self._out.put_nowait(self.frame(demand=update))
         self.demand_sent += 1
 
@@ -211,7 +231,8 @@ class NetworkLink(Forwarder):
         self.state = CONNECTED
         self.problem = ""
         self.connected.set()
-        receiver = (Receiver(self.broker, self.target_node_id, self.target_node_name, out, frame=self.frame)
+        receiver = (Receiver(self.broker, self.target_node_id, self.target_node_name, out, frame=self.frame,
+                             versions=self._ordering.versions)
                     if self.receives else None)
         if self.forwards:
             self.attach(out)
@@ -232,6 +253,7 @@ class NetworkLink(Forwarder):
                 task.cancel()
             self._out = None
             self.connected.clear()
+            self._ordering.versions.lost(self.link_id, self.target_node_id)
             if self.forwards:
                 # What was moved and not confirmed waits in the sf queue, still
                 # counted in flight: while the peer is away its subscriptions
