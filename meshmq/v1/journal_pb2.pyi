@@ -93,7 +93,7 @@ class AddressRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., routing_types: _Optional[int] = ..., auto_created: _Optional[bool] = ...) -> None: ...
 
 class QueueRecord(_message.Message):
-    __slots__ = ("queue_id", "name", "address", "routing_type", "filter", "auto_created", "last_value_key", "non_destructive", "exclusive")
+    __slots__ = ("queue_id", "name", "address", "routing_type", "filter", "auto_created", "last_value_key", "non_destructive", "exclusive", "group_buckets", "group_rebalance", "group_rebalance_pause_dispatch", "group_first_key")
     QUEUE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +103,10 @@ class QueueRecord(_message.Message):
     LAST_VALUE_KEY_FIELD_NUMBER: _ClassVar[int]
     NON_DESTRUCTIVE_FIELD_NUMBER: _ClassVar[int]
     EXCLUSIVE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_REBALANCE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_REBALANCE_PAUSE_DISPATCH_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIRST_KEY_FIELD_NUMBER: _ClassVar[int]
     queue_id: int
     name: str
     address: str
@@ -112,7 +116,11 @@ class QueueRecord(_message.Message):
     last_value_key: str
     non_destructive: bool
     exclusive: bool
-    def __init__(self, queue_id: _Optional[int] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[int] = ..., filter: _Optional[str] = ..., auto_created: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ...) -> None: ...
+    group_buckets: int
+    group_rebalance: bool
+    group_rebalance_pause_dispatch: bool
+    group_first_key: str
+    def __init__(self, queue_id: _Optional[int] = ..., name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[int] = ..., filter: _Optional[str] = ..., auto_created: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., group_buckets: _Optional[int] = ..., group_rebalance: _Optional[bool] = ..., group_rebalance_pause_dispatch: _Optional[bool] = ..., group_first_key: _Optional[str] = ...) -> None: ...
 
 class StoredMessage(_message.Message):
     __slots__ = ("message_id", "data", "address", "size", "timestamp", "large", "queue_id", "delivery_count")

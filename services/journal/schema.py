@@ -35,7 +35,10 @@ from sqlalchemy import (
 # 5: queues.last_value_key / non_destructive / exclusive, Artemis's queue
 # attributes; older stores gain them as "an ordinary queue".
 # 6: group_bindings, a LOCAL grouping handler's decisions (clustered grouping);
-# a version 5 store only gains the table.
+# queues.group_buckets / group_rebalance / group_rebalance_pause_dispatch /
+# group_first_key, the message-group attributes (group_buckets NULL: a queue
+# stored before they were kept, which takes the address settings' defaults).
+# Older stores gain the table and the columns.
 SCHEMA_VERSION = 6
 
 metadata = MetaData()
@@ -71,6 +74,11 @@ queues = Table(
     Column("last_value_key", String(255), nullable=True),
     Column("non_destructive", Boolean, nullable=False, server_default=false()),
     Column("exclusive", Boolean, nullable=False, server_default=false()),
+    # Message groups; group_buckets NULL: not recorded (a queue from before version 6).
+    Column("group_buckets", Integer, nullable=True),
+    Column("group_rebalance", Boolean, nullable=False, server_default=false()),
+    Column("group_rebalance_pause_dispatch", Boolean, nullable=False, server_default=false()),
+    Column("group_first_key", String(255), nullable=True),
 )
 
 messages = Table(

@@ -34,6 +34,16 @@ CHECKPOINT_PERIOD_S = 0.25
 # The writer finishes a checkpoint once the WAL is this long (16 MiB of 4 KiB pages).
 WAL_RESTART_FRAMES = 4096
 WAL_SIZE_LIMIT = 64 * 2**20
+# The queues columns an older store may lack (_add_queue_attributes), with their DDL.
+QUEUE_ATTRIBUTE_COLUMNS = (
+    ("last_value_key", "VARCHAR(255)"),
+    ("non_destructive", "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("exclusive", "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("group_buckets", "INTEGER"),
+    ("group_rebalance", "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("group_rebalance_pause_dispatch", "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("group_first_key", "VARCHAR(255)"),
+)
 
 
 class StoreError(RuntimeError):
@@ -257,7 +267,7 @@ class JournalStore:
                 )
             if version is not None and int(version) < 4:
                 self._add_event_origin(conn)
-            if version is not None and int(version) < 5:
+            if version is not None:
                 self._add_queue_attributes(conn)
         s.metadata.create_all(conn)
 
@@ -287,18 +297,24 @@ class JournalStore:
                  describe_url(self.url))
 
     def _add_queue_attributes(self, conn: Connection) -> None:
-        """Version 4 (or older, after their own steps) -> 5: queues gain
-        last_value_key / non_destructive / exclusive; every existing queue is
-        an ordinary one."""
+        """Queues gain the attribute columns they lack: last_value_key /
+        non_destructive / exclusive (version 5; every existing queue is an
+        ordinary one) and the group_* columns (version 6; group_buckets NULL:
+        the router gives such a queue the address settings' defaults). Run at
+        every open of an existing store: versions 5 and 6 were never released
+        without these columns, but a store written while they were being built
+        may lack some; only the missing ones are added."""
         if not inspect(conn).has_table("queues"):
             return
         have = {c["name"] for c in inspect(conn).get_columns("queues")}
-        for column, ddl in (("last_value_key", "VARCHAR(255)"), ("non_destructive", "BOOLEAN NOT NULL DEFAULT FALSE"),
-                            ("exclusive", "BOOLEAN NOT NULL DEFAULT FALSE")):
+        added = []
+        for column, ddl in QUEUE_ATTRIBUTE_COLUMNS:
             if column not in have:
                 conn.exec_driver_sql(f'ALTER TABLE queues ADD COLUMN "{column}" {ddl}')
-        log.info("journal store %s: schema version -> 5 (queues keep their last-value, non-destructive and "
-                 "exclusive attributes)", describe_url(self.url))
+                added.append(column)
+        if added:
+            log.info("journal store %s: schema version -> %d (queues gain %s)", describe_url(self.url),
+                     s.SCHEMA_VERSION, ", ".join(added))
 
     def _put(self, conn: Connection, key: str, value: str) -> None:
         done = conn.execute(update(s.node_state).where(s.node_state.c.key == key).values(value=value))
@@ -353,7 +369,9 @@ class JournalStore:
             "lock_epoch": ("BEGIN IMMEDIATE", epoch_sql) if self._backend == "sqlite" else (epoch_sql + " FOR UPDATE",),
             "set_epoch": stmt("UPDATE {node_state} SET {value} = ? WHERE {key} = 'epoch'"),
             "add_queue": stmt("INSERT INTO {queues} ({queue_id}, {name}, {address}, {routing_type}, {filter}, {auto_created}, "
-                              "{last_value_key}, {non_destructive}, {exclusive}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                              "{last_value_key}, {non_destructive}, {exclusive}, {group_buckets}, {group_rebalance}, "
+                              "{group_rebalance_pause_dispatch}, {group_first_key}) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             "add_chunk": stmt("INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) VALUES (?, ?, ?)"),
             "copy_chunks": stmt(
                 "INSERT INTO {large_message_chunks} ({message_id}, {seq}, {data}) "
@@ -531,7 +549,9 @@ class JournalStore:
                 run(
                     sql["add_queue"],
                     [(q.queue_id, q.name, q.address, q.routing_type, q.filter, q.auto_created,
-                      q.last_value_key or None, q.non_destructive, q.exclusive) for q in r.add_queues],
+                      q.last_value_key or None, q.non_destructive, q.exclusive,
+                      q.group_buckets if q.HasField("group_buckets") else None, q.group_rebalance,
+                      q.group_rebalance_pause_dispatch, q.group_first_key or None) for q in r.add_queues],
                 )
         rows = [
             (m.message_id, m.address, m.size, m.timestamp, m.large, m.queue_id or None, m.delivery_count, m.data)
@@ -654,7 +674,7 @@ class JournalStore:
             ):
                 head.addresses.add(name=name, routing_types=rt, auto_created=bool(auto))
             for row in conn.execute(select(s.queues).order_by(s.queues.c.queue_id)):
-                head.queues.add(
+                qr = head.queues.add(
                     queue_id=row.queue_id,
                     name=row.name,
                     address=row.address,
@@ -665,6 +685,11 @@ class JournalStore:
                     non_destructive=bool(row.non_destructive),
                     exclusive=bool(row.exclusive),
                 )
+                if row.group_buckets is not None:  # NULL: stored before the group attributes were kept
+                    qr.group_buckets = row.group_buckets
+                    qr.group_rebalance = bool(row.group_rebalance)
+                    qr.group_rebalance_pause_dispatch = bool(row.group_rebalance_pause_dispatch)
+                    qr.group_first_key = row.group_first_key or ""
             pm = s.paged_messages
             for queue_id, n, size in conn.execute(
                 select(pm.c.queue_id, func.count(), func.sum(pm.c.size)).group_by(pm.c.queue_id)

@@ -164,7 +164,11 @@ class Broker:
                 self.memory.hold(ref)
             if not q.attributes.ordinary:
                 q.replaced = self._replaced
-            install_groups(q, recovered_groups(q.attributes, self.settings(q.address), q.name.startswith(INTERNAL_PREFIX)))
+            if q.name in state.groups_unrecorded:  # stored before the group attributes were kept
+                install_groups(q, recovered_groups(q.attributes, self.settings(q.address),
+                                                   q.name.startswith(INTERNAL_PREFIX)))
+            else:
+                install_groups(q, q.attributes)
         self.batcher.start()
         for ref in state.replaced:  # older last values found in the store: their rows go now
             self.memory.hold(ref)
@@ -322,6 +326,9 @@ class Broker:
                 queue_id=q.id, name=name, address=addr.name, routing_type=routing_type, filter=filter_text,
                 auto_created=auto_created, last_value_key=attributes.last_value_key or "",
                 non_destructive=attributes.non_destructive, exclusive=attributes.exclusive,
+                group_buckets=attributes.group_buckets, group_rebalance=attributes.group_rebalance,
+                group_rebalance_pause_dispatch=attributes.group_rebalance_pause_dispatch,
+                group_first_key=attributes.group_first_key or "",
             )
         log.info("created queue %s on %s (%s%s%s)", name, addr.name, q.routing_type_name, ", durable" if durable else "",
                  "" if attributes.ordinary and attributes.default_groups else f", {attributes.describe()}")

@@ -34,6 +34,8 @@ The queue attributes, with Artemis's names and defaults (address settings
   message, nor a large message's, nor one forwarded to another node).
 
 Pins are memory only, as in Artemis: after a restart groups pin afresh.
+The attributes are stored with the queue (journal `queues.group_*`) and come
+back with it.
 Exclusive and non-destructive queues do not group (one consumer already
 receives everything in order / every consumer reads everything), nor do the
 router's internal queues.
@@ -61,9 +63,10 @@ CLOSES_GROUP = -1
 
 
 def recovered(attributes: QueueAttributes, settings: ResolvedAddressSettings, internal: bool) -> QueueAttributes:
-    """A queue read back from the journal: its group attributes are the
-    address settings' defaults now (the journal keeps last-value,
-    non-destructive and exclusive only); the router's own queues do not group."""
+    """A queue read back from a journal that did not record its group
+    attributes (stored before schema version 6 kept them): the address
+    settings' defaults now; the router's own queues do not group. A queue
+    stored since comes back with the attributes it was created with."""
     if internal:
         return dataclasses.replace(attributes, group_buckets=0)
     return dataclasses.replace(

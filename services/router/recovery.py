@@ -33,6 +33,9 @@ class RecoveredState:
     duplicate_ids: list[tuple[str, str, int]] = field(default_factory=list)
     # A LOCAL grouping handler's stored decisions: (handler, full group id, node id).
     group_bindings: list[tuple[str, str, str]] = field(default_factory=list)
+    # Queues stored before their message-group attributes were kept (journal
+    # schema version 6): the broker gives them the address settings' defaults.
+    groups_unrecorded: set[str] = field(default_factory=set)
     next_queue_id: int = 1
     next_message_id: int = 1
     messages: int = 0
@@ -60,7 +63,16 @@ async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> R
                 qr.queue_id, qr.name, qr.address, qr.routing_type, qr.filter, compile_filter(qr.filter),
                 durable=True, auto_created=qr.auto_created,
             )
-            attributes = QueueAttributes(qr.last_value_key or None, qr.non_destructive, qr.exclusive)
+            if qr.HasField("group_buckets"):
+                attributes = QueueAttributes(
+                    qr.last_value_key or None, qr.non_destructive, qr.exclusive,
+                    group_rebalance=qr.group_rebalance, group_rebalance_pause_dispatch=qr.group_rebalance_pause_dispatch,
+                    group_buckets=qr.group_buckets, group_first_key=qr.group_first_key or None,
+                )
+            else:
+                attributes = QueueAttributes(qr.last_value_key or None, qr.non_destructive, qr.exclusive)
+                state.groups_unrecorded.add(qr.name)
+            q.attributes = attributes
             if not attributes.ordinary:
                 q.replaced = state.replaced.append
                 install(q, attributes)

@@ -246,26 +246,41 @@ def test_the_wal_starts_over_under_a_steady_stream_of_commits(tmp_path, monkeypa
     assert max(reported) < 2000, f"the WAL kept growing: {max(reported)} frames"
 
 
-def test_queue_attributes_are_stored_and_a_version_4_store_gains_them(store_url):
+GROUP_COLUMNS = ("group_buckets", "group_rebalance", "group_rebalance_pause_dispatch", "group_first_key")
+
+
+@pytest.mark.parametrize("old_version", [4, 5])
+def test_queue_attributes_are_stored_and_an_older_store_gains_them(store_url, old_version):
     st, epoch = activated(store_url)
     r = jpb.AppendRequest(request_id=1, epoch=epoch)
     r.add_queues.add(queue_id=1, name="plain", address="a", routing_type=1)
     assert st.apply([r])[0].ok
     st.close()
-    # as a version 4 store had it: no attribute columns
+    # as a version 4 store had it (no attribute columns), or a version 5 one (no group columns)
     from sqlalchemy import create_engine
 
     engine = create_engine(store_url)
+    dropped = GROUP_COLUMNS + (("last_value_key", "non_destructive", "exclusive") if old_version == 4 else ())
     with engine.begin() as conn:
-        for column in ("last_value_key", "non_destructive", "exclusive"):
+        for column in dropped:
             conn.execute(text(f'ALTER TABLE queues DROP COLUMN "{column}"'))
-        conn.execute(text("UPDATE node_state SET value = '4' WHERE key = 'schema_version'"))
+        conn.execute(text(f"UPDATE node_state SET value = '{old_version}' WHERE key = 'schema_version'"))
     engine.dispose()
     st, epoch = activated(store_url)
     r = jpb.AppendRequest(request_id=2, epoch=epoch)
     r.add_queues.add(queue_id=2, name="cache", address="a", routing_type=2, last_value_key="k", non_destructive=True)
-    r.add_queues.add(queue_id=3, name="jobs", address="a", routing_type=1, exclusive=True)
+    r.add_queues.add(queue_id=3, name="jobs", address="a", routing_type=1, exclusive=True, group_buckets=-1)
+    r.add_queues.add(queue_id=4, name="orders", address="a", routing_type=1, group_buckets=8, group_rebalance=True,
+                     group_rebalance_pause_dispatch=True, group_first_key="JMSXGroupFirstForConsumer")
     assert st.apply([r])[0].ok
-    queues = {q.name: (q.last_value_key, q.non_destructive, q.exclusive) for p in st.load_pages() for q in p.queues}
-    assert queues == {"plain": ("", False, False), "cache": ("k", True, False), "jobs": ("", False, True)}
+    loaded = {q.name: q for p in st.load_pages() for q in p.queues}
+    queues = {name: (q.last_value_key, q.non_destructive, q.exclusive) for name, q in loaded.items()}
+    assert queues == {"plain": ("", False, False), "cache": ("k", True, False), "jobs": ("", False, True),
+                      "orders": ("", False, False)}
+    # the queue stored before the columns existed (and one stored without them) says so: unset group_buckets
+    assert [name for name, q in loaded.items() if not q.HasField("group_buckets")] == ["plain", "cache"]
+    groups = {name: (q.group_buckets, q.group_rebalance, q.group_rebalance_pause_dispatch, q.group_first_key)
+              for name, q in loaded.items() if q.HasField("group_buckets")}
+    assert groups == {"jobs": (-1, False, False, ""), "orders": (8, True, True, "JMSXGroupFirstForConsumer")}
+    assert st.open("n").schema_version == 6
     st.close()

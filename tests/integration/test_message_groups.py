@@ -204,3 +204,34 @@ async def test_groups_are_not_kept_across_a_restart_the_attributes_come_from_the
         got = await collect({"c1": c1, "c2": c2}, 2)
         assert sorted(len(ms) for ms in got.values()) == [0, 2]  # re-pinned to one consumer, in order
         assert [m.group_seq for ms in got.values() for m in ms] == [1, 2]
+
+
+async def test_a_queue_keeps_its_group_attributes_across_a_kill_9(nodes):
+    # the address settings say "no grouping": what the queue was created with must win after the restart
+    node = nodes.router("groups-attrs-restart", extra="""
+        address-settings:
+          "jobs.#":
+            default-group-buckets: 0
+        """)
+    async with await connect(node.url) as conn:
+        await conn.admin.create_queue("jobs.eu", group_buckets=1, group_rebalance=True,
+                                      group_rebalance_pause_dispatch=True, group_first_key=FIRST)
+        await conn.admin.create_queue("jobs.us")  # the settings' default, as resolved when it was created
+    node.kill9()
+    node.start()
+    async with await connect(node.url) as conn:
+        info = await conn.admin.queue("jobs.eu")
+        assert (info.group_buckets, info.group_rebalance, info.group_rebalance_pause_dispatch,
+                info.group_first_key) == (1, True, True, FIRST)
+        assert (await conn.admin.queue("jobs.us")).group_buckets == 0
+        # and it behaves so: one bucket holds every group, pinned to one consumer, marked first once
+        s = await conn.session()
+        c1, c2 = await s.create_consumer("jobs.eu"), await s.create_consumer("jobs.eu")
+        p = await s.create_producer("jobs.eu")
+        await send(p, "jobs.eu", ("a", 1), ("b", 1), ("a", 2), ("b", 2))
+        got = await collect({"c1": c1, "c2": c2}, 4)
+        ms = got["c1"] or got["c2"]
+        assert len(ms) == 4 and [m.properties.get(FIRST) for m in ms] == [True, None, None, None]
+        assert (await conn.admin.queue("jobs.eu")).group_count == 1
+        await s.create_consumer("jobs.eu")  # group-rebalance: a joining consumer resets the groups
+        assert (await conn.admin.queue("jobs.eu")).group_count == 0
