@@ -270,6 +270,16 @@ class Delivery:
         else:
             self._redeliver(ref)
 
+    def settled(self, q: Queue) -> None:
+        """Deliveries of `q` ended (acknowledged or returned) with no dispatch
+        to follow: a queue whose dispatch group-rebalance-pause-dispatch holds
+        resumes as soon as none is in flight (message_groups.py), not at
+        whatever event comes next. Called once per batch of acks or returns
+        (a session's Acknowledge, a transaction), never per message."""
+        groups = q.groups
+        if groups is not None and groups.paused and not q.delivering and not q.deleted:
+            self.schedule_dispatch(q)
+
     def _exhausted(self, ref: Ref) -> bool:
         """A returned delivery has reached its address's max-delivery-attempts (-1: never)."""
         max_attempts = self.node.settings(ref.queue.address).max_delivery_attempts
@@ -289,6 +299,8 @@ class Delivery:
                 back.append(ref)
         for ref in reversed(back):
             self.cancel(ref)
+        for q in {ref.queue for ref in refs}:  # those dead-lettered or delayed schedule no dispatch
+            self.settled(q)
 
     def _redeliver(self, ref: Ref) -> None:
         q = ref.queue

@@ -27,7 +27,13 @@ The queue attributes, with Artemis's names and defaults (address settings
   they spread over all consumers again (Artemis's note holds: a message of
   a group may then be in flight to the old consumer while the next goes to
   the new one); `group-rebalance-pause-dispatch` (false) avoids that by
-  dispatching nothing until the in-flight messages are settled.
+  dispatching nothing until the in-flight messages are settled. In flight
+  means every message of the queue being delivered, grouped or not, as
+  Artemis's QueueImpl counts it (`inFlightMessages`, every consumer's
+  deliveries). Dispatch resumes as soon as the last is acknowledged or
+  returned: the ack or return itself asks for a dispatch (Delivery.settled,
+  once per batch), so a queue never waits for an unrelated event (a send,
+  a consumer, a credit grant a window -1 consumer never sends).
 - `group-first-key` (none): the first message a consumer gets of a group
   newly pinned to it carries this property set to true (e.g.
   `JMSXGroupFirstForConsumer`), on that delivery only (not on the stored
@@ -41,7 +47,8 @@ receives everything in order / every consumer reads everything), nor do the
 router's internal queues.
 
 Cost: the queue asks `msg.group` once per dispatched message (queue.py);
-only a message with a group id comes here.
+only a message with a group id comes here. Acks and returns ask
+`q.groups.paused` once per batch (Delivery.settled), never per message.
 """
 
 from __future__ import annotations

@@ -516,6 +516,8 @@ class ServerSession:
                 self.tx.acks.append(ref)
             else:
                 broker.delivery.acknowledge(ref)
+        if self.tx is None:
+            broker.delivery.settled(c.queue)
 
     def _on_reject(self, cmd: rq.Reject) -> None:
         c = self._consumer(cmd.consumer_id, "negative acknowledgement")
@@ -525,6 +527,7 @@ class ServerSession:
             ref = c.delivering.pop(did, None)
             if ref is not None:
                 self.broker.delivery.cancel(ref)
+        self.broker.delivery.settled(c.queue)  # one dead-lettered or delayed schedules no dispatch
 
     def _on_close_consumer(self, cmd: rq.CloseConsumer) -> None:
         c = self._consumer(cmd.consumer_id, "close")

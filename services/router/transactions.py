@@ -51,6 +51,8 @@ class LocalTransaction:
         staged = broker.sender.stage_batch(routed, lambda item: item[:2], lambda item, msg: item[2])
         for ref in self.acks:
             broker.delivery.acknowledge(ref)
+        for q in {ref.queue for ref in self.acks}:
+            broker.delivery.settled(q)
         resp = await broker.stored()
         broker.sender.settle(staged, resp)  # enqueued, or claims given back and the references dropped
         if not resp.ok:

@@ -144,6 +144,29 @@ async def test_group_rebalance_resets_the_groups_when_a_consumer_joins(conn):
         assert bool(got["c2"]) == rebalance, f"group-rebalance={rebalance}: c2 got {len(got['c2'])}"
 
 
+@pytest.mark.parametrize("settle", ["ack", "commit"])
+async def test_group_rebalance_pause_dispatch_resumes_as_soon_as_the_in_flight_messages_settle(conn, settle):
+    q = uniq("groups-pause")
+    await conn.admin.create_queue(q, group_rebalance=True, group_rebalance_pause_dispatch=True)
+    s1 = await conn.session(transacted=settle == "commit")
+    # window -1: the consumers never grant credit, so their acks are all the router hears from them
+    c1 = await s1.create_consumer(q, window_size=-1)
+    p = await (await conn.session()).create_producer(q)
+    await send(p, q, ("a", 1), ("b", 1))
+    held = (await collect({"c1": c1}, 2, ack=False))["c1"]
+    c2 = await (await conn.session()).create_consumer(q, window_size=-1)  # resets the groups, pauses dispatch
+    await send(p, q, ("a", 2), ("b", 2), ("c", 1))
+    assert await c2.receive(0.3) is None and await c1.receive(0.05) is None, "dispatched while a1, b1 in flight"
+    info = await conn.admin.queue(q)
+    assert (info.message_count, info.delivering_count, info.group_count) == (5, 2, 0)
+    for m in held:  # and then nothing else happens: no send, no consumer, no credit
+        m.ack()
+    if settle == "commit":
+        await s1.commit()
+    got = await collect({"c1": c1, "c2": c2}, 3)
+    assert sorted(m.body for ms in got.values() for m in ms) == [b"a:2", b"b:2", b"c:1"]
+
+
 async def test_group_first_key_marks_the_first_message_of_a_group_for_its_consumer(conn):
     q = uniq("groups-first")
     info = await conn.admin.create_queue(q, group_first_key=FIRST)
