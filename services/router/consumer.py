@@ -87,11 +87,20 @@ class ServerConsumer:
     def deliver_first(self, ref: Ref, key: str) -> None:
         """Deliver the first message of a group newly pinned to this consumer:
         a target that shows it (`shows_group_first`, a client session) sends
-        it with the property `key` true (group-first-key, message_groups.py)."""
-        self.deliver(ref)
-        pending = self.pending
-        if getattr(self.target, "shows_group_first", False) and pending and pending[-1][1] is ref:
-            pending[-1] = (pending[-1][0], FirstOfGroup(ref, key))
+        it with the property `key` true (group-first-key, message_groups.py).
+        The marked copy is in `pending` before the target hears of the
+        delivery: a large message's header is sent from there at once."""
+        if not getattr(self.target, "shows_group_first", False):
+            self.deliver(ref)
+            return
+        did = self._next_delivery_id
+        self._next_delivery_id += 1
+        ref.delivery_count += 1
+        self.delivering[did] = ref
+        if self.window_size >= 0:
+            self.credits -= ref.msg.size
+        self.pending.append((did, FirstOfGroup(ref, key)))
+        self.target.delivered(self, did, ref)
 
     def grant(self, credits: int) -> None:
         if self.window_size > 0:

@@ -36,8 +36,11 @@ The queue attributes, with Artemis's names and defaults (address settings
   a consumer, a credit grant a window -1 consumer never sends).
 - `group-first-key` (none): the first message a consumer gets of a group
   newly pinned to it carries this property set to true (e.g.
-  `JMSXGroupFirstForConsumer`), on that delivery only (not on the stored
-  message, nor a large message's, nor one forwarded to another node).
+  `JMSXGroupFirstForConsumer`), on that delivery only, large messages
+  included (their header carries it; the stored message is unchanged). A
+  message forwarded to another node (cluster bridge, network connector)
+  leaves from an internal queue, which does not group: the queue on the
+  far node that groups it for its consumer marks it there.
 
 Pins are memory only, as in Artemis: after a restart groups pin afresh.
 The attributes are stored with the queue (journal `queues.group_*`) and come

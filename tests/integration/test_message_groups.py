@@ -184,6 +184,20 @@ async def test_group_first_key_marks_the_first_message_of_a_group_for_its_consum
     assert [m.properties.get(FIRST) for ms in again.values() for m in ms] == [True]
 
 
+async def test_group_first_key_marks_a_large_message_too(conn):
+    q = uniq("groups-first-large")
+    await conn.admin.create_queue(q, group_first_key=FIRST)
+    s = await conn.session()
+    c = await s.create_consumer(q)
+    p = await s.create_producer(q)
+    body = b"L" * (300 * 1024)  # above minLargeMessageSize: its body is streamed in chunks after its header
+    for seq in (1, 2):
+        await p.send(body, routing_type="anycast", group_id="big", group_seq=seq)
+    got = (await collect({"c": c}, 2, timeout=30))["c"]
+    assert [(len(m.body), m.group_seq, m.properties.get(FIRST)) for m in got] == [(len(body), 1, True),
+                                                                                  (len(body), 2, None)]
+
+
 async def test_address_settings_defaults_and_groups_sent_as_properties(conn):
     s = await conn.session()
     p = await s.create_producer()
