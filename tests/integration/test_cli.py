@@ -205,3 +205,41 @@ def test_send_sets_the_jms_headers_and_a_delivery_time_and_browse_and_receive_sh
 def test_send_refuses_a_delivery_time_it_cannot_read(shared_router):
     r = meshmq("send", "--url", shared_router.url, "--address", "cli.bad", "--delivery-time", "tomorrow")
     assert r.returncode == 2 and "neither ms since the epoch nor an ISO 8601 time" in r.stderr
+
+
+def test_queue_create_group_options_and_reset_groups(shared_router):
+    from meshmq.client.blocking import connect
+    from tests.integration.shared import uniq
+
+    url, q, first = shared_router.url, uniq("cli-groups"), "JMSXGroupFirstForConsumer"
+    r = meshmq("queue", "create", q, "--url", url, "--group-buckets", "4", "--group-rebalance",
+               "--group-rebalance-pause-dispatch", "--group-first-key", first)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (f"created queue {q} on address {q} (group-rebalance, group-rebalance-pause-dispatch, "
+                                f"group-buckets=4, group-first-key={first})")
+    off = uniq("cli-groups-off")
+    r = meshmq("queue", "create", off, "--url", url, "--group-buckets", "0", "--no-group-rebalance")
+    assert r.returncode == 0 and r.stdout.strip() == f"created queue {off} on address {off} (group-buckets=0)", r.stderr
+    bad = meshmq("queue", "create", uniq("cli-groups-bad"), "--url", url, "--group-buckets", "-2")
+    assert bad.returncode == 2 and "--group-buckets" in bad.stderr and "Traceback" not in bad.stderr
+    with connect(url) as conn:
+        info = conn.admin.queue(q)
+        assert (info.group_buckets, info.group_rebalance, info.group_rebalance_pause_dispatch,
+                info.group_first_key) == (4, True, True, first)
+        s = conn.session()
+        c = s.create_consumer(q)
+        p = s.create_producer(q)
+        for group in ("a", "b"):  # CRC-32 puts "a" and "b" in different buckets of 4
+            p.send(b"m", routing_type="anycast", group_id=group)
+        for _ in range(2):
+            c.ack(c.receive(10))
+        assert conn.admin.queue(q).group_count == 2
+        listed = meshmq("queue", "list", "--url", url)
+        header, *rows = [line.split("\t") for line in listed.stdout.splitlines()]
+        row = next(r for r in rows if r[0] == q)
+        assert row[header.index("groups")] == "2" and "group-buckets=4" in row[header.index("kind")]
+        r = meshmq("queue", "reset-groups", q, "--url", url)
+        assert r.returncode == 0 and r.stdout.strip() == f"reset 2 message group(s) of queue {q}", r.stderr
+        assert conn.admin.queue(q).group_count == 0
+    r = meshmq("queue", "reset-groups", uniq("cli-groups-nope"), "--url", url)
+    assert r.returncode == 2 and "QUEUE_NOT_FOUND" in r.stderr and "Traceback" not in r.stderr
