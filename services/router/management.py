@@ -5,13 +5,14 @@ lists for it before it reads or changes anything."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterable
 
 import grpc
 
 from meshmq import __version__
-from meshmq.errors import BrokerError, abort_with
+from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.link_kinds import ACCEPTED, CLUSTER, DIALED
 from meshmq.security.authentication import Authenticator
 from meshmq.security.authorization import MANAGEMENT_ADDRESS, Authorizer, Permission
@@ -286,6 +287,15 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 durable=request.durable,
                 attributes=attributes,
             )
+            return stored(q) if q.durable else queue_info(q)
+
+        async def stored(q: Queue) -> mgpb.QueueInfo:
+            """A durable queue is answered once its definition is in the journal
+            (as Artemis writes the binding before createQueue returns): a kill -9
+            right after the answer must not lose it, nor its attributes."""
+            resp = await asyncio.shield(self.broker.stored())  # (a cancelled call must not cancel the shared commit)
+            if not resp.ok:
+                raise BrokerError(Reason.STORE_UNAVAILABLE, f"queue {q.name!r} not stored: {resp.message}")
             return queue_info(q)
 
         def needed():
