@@ -18,9 +18,12 @@ from .cluster import start_cluster, wait_bindings
 pytestmark = pytest.mark.integration
 
 # Big enough that the fixed cost of moving any large message (gRPC and SQLite
-# buffers: 8-10 MB measured for 20 MB and 40 MB bodies alike) stays well under
-# the bound, which a node holding the body whole would exceed twice over.
+# buffers: 8-10 MB measured for 20 MB and 40 MB bodies alike, 15 MB typical on
+# a busy machine, 27 MB once with four test workers and three other suites
+# running) stays under the bound, three quarters of the body: a node holding
+# the body whole grows by all of it at least.
 BODY_MB = 40
+RSS_BOUND_MB = BODY_MB * 3 / 4
 ORDERS = "addresses:\n  OrderQueue: {anycast: [{name: OrderQueue}]}\n"
 
 
@@ -44,7 +47,7 @@ async def test_a_40_mb_message_crosses_the_chain_intact_in_bounded_memory(nodes)
         consumer.ack(got)
         assert [int((await consumer.receive(timeout=10)).properties["n"]) for _ in range(3)] == [2, 3, 4]
         for name, rss in (("A", rss_a), ("B", rss_b)):
-            assert rss.growth_mb < BODY_MB / 2, f"{name}'s RSS grew {rss.growth_mb:.1f} MB for a {BODY_MB} MB body"
+            assert rss.growth_mb < RSS_BOUND_MB, f"{name}'s RSS grew {rss.growth_mb:.1f} MB for a {BODY_MB} MB body"
     # No link broke on the way. (It did, before the fix: a forwarded copy was
     # enqueued, and its producer confirmed, before the copy was committed;
     # the bridge then found no stored chunks for it.)

@@ -152,11 +152,15 @@ async def test_request_gets_its_reply_and_leaves_no_temporary_queue(shared_route
             assert [r.body for r in replies] == [f"re:q{i}".encode() for i in range(5)]
             assert all(r.type == "Answer" and r.correlation_id for r in replies)
             assert len({r.correlation_id for r in replies}) == 5
-            # Each reply came to its own temporary queue, deleted once request() returned.
+            # Each reply came to its own temporary queue, deleted once request() returned
+            # (request() closes its consumer without waiting for the router to delete it).
             reply_addresses = {r.address for r in replies}
             assert len(reply_addresses) == 5
-            for a in reply_addresses:
-                assert await conn.admin.list_queues(address=a) == []
+
+            async def temporary_queues_gone() -> bool:
+                return all([await conn.admin.list_queues(address=a) == [] for a in reply_addresses])
+
+            await eventually(temporary_queues_gone, 10, "the requests' temporary queues to go")
         finally:
             task.cancel()
 
