@@ -74,14 +74,17 @@ class ServerConsumer:
     def ready(self) -> bool:
         return not self.closed and not self.streaming and (self.window_size < 0 or self.credits > 0)
 
-    def deliver(self, ref: Ref) -> None:
+    def deliver(self, ref: Ref, shown: object = None) -> None:
+        """Hand `ref` to the target; `shown` is what the target sends for it
+        when that is not the message as stored (deliver_first's marked copy),
+        pending before the target hears of the delivery."""
         did = self._next_delivery_id
         self._next_delivery_id += 1
         ref.delivery_count += 1
         self.delivering[did] = ref
         if self.window_size >= 0:
             self.credits -= ref.msg.size
-        self.pending.append((did, ref))
+        self.pending.append((did, shown or ref))
         self.target.delivered(self, did, ref)
 
     def deliver_first(self, ref: Ref, key: str) -> None:
@@ -90,17 +93,10 @@ class ServerConsumer:
         it with the property `key` true (group-first-key, message_groups.py).
         The marked copy is in `pending` before the target hears of the
         delivery: a large message's header is sent from there at once."""
-        if not getattr(self.target, "shows_group_first", False):
+        if getattr(self.target, "shows_group_first", False):
+            self.deliver(ref, FirstOfGroup(ref, key))
+        else:
             self.deliver(ref)
-            return
-        did = self._next_delivery_id
-        self._next_delivery_id += 1
-        ref.delivery_count += 1
-        self.delivering[did] = ref
-        if self.window_size >= 0:
-            self.credits -= ref.msg.size
-        self.pending.append((did, FirstOfGroup(ref, key)))
-        self.target.delivered(self, did, ref)
 
     def grant(self, credits: int) -> None:
         if self.window_size > 0:

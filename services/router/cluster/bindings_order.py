@@ -20,6 +20,9 @@ without `reply_to` never wait, and never carry a version.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+
+from meshmq.aio import wait_for
 
 # How long a forwarded request may wait for its source's bindings: a snapshot
 # follows a change within the offer debounce (link_service.py), so this bounds
@@ -52,19 +55,30 @@ class OfferedVersions:
     async def caught_up(self, node_id: str, version: int, timeout: float = CATCH_UP_TIMEOUT_S) -> bool:
         """Until the snapshot from `node_id` is at least `version`; False when it
         was not within `timeout` or there is no link to it."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            have = self._seen.get(node_id)
-            if have is None:
-                return False
-            if have >= version:
-                return True
-            left = deadline - loop.time()
-            if left <= 0:
-                return False
-            event = self._changed.setdefault(node_id, asyncio.Event())
-            try:
-                await asyncio.wait_for(event.wait(), left)
-            except asyncio.TimeoutError:
-                return False
+
+        def have() -> bool | None:
+            seen = self._seen.get(node_id)
+            return None if seen is None else seen >= version
+
+        return await wait_until_caught_up(have, lambda: self._changed.setdefault(node_id, asyncio.Event()), timeout)
+
+
+async def wait_until_caught_up(have: Callable[[], bool | None], changed: Callable[[], asyncio.Event],
+                               timeout: float) -> bool:
+    """Wait until `have()` is True (False: not yet; None: nothing can bring it,
+    give up at once), waking on the event `changed()` hands out; False when the
+    `timeout` passed first. Shared by the bindings (here) and the network
+    links' demand (network/demand_order.py)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        state = have()
+        if state:
+            return True
+        left = deadline - loop.time()
+        if state is None or left <= 0:
+            return False
+        try:
+            await wait_for(changed().wait(), left)
+        except TimeoutError:
+            return False

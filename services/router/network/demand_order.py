@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..cluster.bindings_order import CATCH_UP_TIMEOUT_S
+from ..cluster.bindings_order import CATCH_UP_TIMEOUT_S, wait_until_caught_up
 
 
 class DemandVersions:
@@ -77,17 +77,5 @@ class DemandVersions:
     async def caught_up(self, node_id: str, version: int, timeout: float = CATCH_UP_TIMEOUT_S) -> bool:
         """Until every link from `node_id` has brought demand version `version`;
         False when that did not happen within `timeout` or no link brings any."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            have = self._have(node_id, version)
-            if have is not None and have:
-                return True
-            left = deadline - loop.time()
-            if have is None or left <= 0:
-                return False
-            event = self._changed.setdefault(node_id, asyncio.Event())
-            try:
-                await asyncio.wait_for(event.wait(), left)
-            except asyncio.TimeoutError:
-                return False
+        return await wait_until_caught_up(lambda: self._have(node_id, version),
+                                          lambda: self._changed.setdefault(node_id, asyncio.Event()), timeout)
