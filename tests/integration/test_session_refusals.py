@@ -264,3 +264,24 @@ async def test_a_negative_scheduled_time_or_delay_is_refused_by_name_and_the_res
         deliveries = await s.expect("deliveries")
         assert [d.message.body for d in deliveries.deliveries] == [b"c"]
     assert_no_traceback(router)
+
+
+async def test_a_grouping_proposal_to_a_node_without_a_local_handler_is_refused_with_a_reason(router):
+    """Cluster.Propose on a node that holds no LOCAL grouping handler (a
+    misconfigured REMOTE, or anyone): INVALID_REQUEST with the reason metadata
+    every refusal carries (the fuzz test found it without one)."""
+    from meshmq.errors import from_rpc_error
+    from meshmq.v1 import cluster_pb2 as cpb
+    from meshmq.v1 import cluster_pb2_grpc as cgrpc
+
+    channel = open_channel(router.endpoint)
+    try:
+        with pytest.raises(grpc.RpcError) as refused:
+            await cgrpc.ClusterStub(channel).Propose(
+                cpb.GroupProposal(address="orders", group_id="g.orders", node_id="x"), timeout=ANSWER_S)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        err = from_rpc_error(refused.value)
+        assert isinstance(err, InvalidRequestError) and "holds no LOCAL grouping handler" in str(err)
+    finally:
+        await channel.close()
+    assert_no_traceback(router)

@@ -227,7 +227,7 @@ class RemoteHandler:
             except grpc.aio.AioRpcError as exc:
                 problem = f"{exc.code().name}: {exc.details()}"
                 if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
-                                  grpc.StatusCode.FAILED_PRECONDITION):
+                                  grpc.StatusCode.INVALID_ARGUMENT):  # (a retry cannot mend a config mismatch)
                     break
                 # A channel that failed may sit in backoff: a fresh one connects as soon as the node is back.
                 self._channels.pop(target.endpoint, None)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.routing_names import INTERNAL_PREFIX
 from meshmq.transport import read_hello
 from meshmq.v1 import cluster_pb2 as cpb
@@ -136,19 +137,20 @@ class ClusterServicer(cgrpc.ClusterServicer):
         answered once it is stored (cluster/grouping.py)."""
         grouping = self.broker.grouping
         if grouping is None or not grouping.is_local:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"node {self.broker.name} holds no LOCAL grouping handler")
+            await abort_with(context, BrokerError(
+                Reason.INVALID_REQUEST, f"node {self.broker.name} holds no LOCAL grouping handler"))
         if request.address != grouping.address:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                                f"the LOCAL grouping handler {grouping.name!r} on node {self.broker.name} is for "
-                                f"address {grouping.address!r}, not {request.address!r}: configure the same "
-                                f"address on every node")
+            await abort_with(context, BrokerError(
+                Reason.INVALID_REQUEST,
+                f"the LOCAL grouping handler {grouping.name!r} on node {self.broker.name} is for address "
+                f"{grouping.address!r}, not {request.address!r}: configure the same address on every node"))
         node = grouping.local.propose(request.group_id, request.node_id, request.replace_node_id)
         if self.broker.persistence_enabled:
             stored = await self.broker.stored()
             if not stored.ok:
-                await context.abort(grpc.StatusCode.UNAVAILABLE,
-                                    f"the grouping decision could not be stored: {stored.reason} {stored.message}")
+                await abort_with(context, BrokerError(
+                    Reason.STORE_UNAVAILABLE,
+                    f"the grouping decision could not be stored: {stored.reason} {stored.message}"))
         return cpb.GroupDecision(group_id=request.group_id, node_id=node)
 
     async def _offer(self, hello: cpb.LinkHello, changed: asyncio.Event, out: asyncio.Queue) -> None:
