@@ -16,6 +16,11 @@ from tests.fixtures.nodes import wait_for
 pytestmark = pytest.mark.integration
 
 BODY_MB = 50
+# The router's RSS growth while the body goes through: 10-14 MB measured alone
+# (gRPC buffers, a few chunks, the allocator's high-water mark), 30 MB once
+# under the whole suite's four workers. A router holding the body whole grows
+# by all of it at least, so three quarters of the body still tells the two apart.
+RSS_BOUND_MB = BODY_MB * 3 / 4
 
 
 async def test_50mb_message_round_trip_with_bounded_router_memory(nodes):
@@ -34,7 +39,7 @@ async def test_50mb_message_round_trip_with_bounded_router_memory(nodes):
         assert len(got.body) == len(body)
         assert hashlib.sha256(got.body).hexdigest() == got.properties["sha"]
         print(f"router RSS grew {rss.growth_mb:.1f} MB while a {BODY_MB} MB message went through")
-        assert rss.growth_mb < BODY_MB / 2, f"router RSS grew {rss.growth_mb:.1f} MB for a {BODY_MB} MB body"
+        assert rss.growth_mb < RSS_BOUND_MB, f"router RSS grew {rss.growth_mb:.1f} MB for a {BODY_MB} MB body"
         deadline = asyncio.get_running_loop().time() + 10
         while (await conn.admin.queue("large.q")).message_count:  # acks travel asynchronously
             assert asyncio.get_running_loop().time() < deadline, "the ack never took effect"
