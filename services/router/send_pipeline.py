@@ -386,13 +386,19 @@ class SendPipeline:
         """
         if msg.forwards is not None:
             return self._stage_forwards(msg, queues)
+        memory = self._memory
+        if len(queues) == 1:
+            q = queues[0]
+            addr = q.home
+            if not (addr.shares or addr.paging or addr.memory_bytes >= addr.max_bytes
+                    or addr.memory_messages >= addr.max_messages or memory.bytes >= memory.global_limit):
+                return [self._stage_one(msg, q, addr)]
         refs: list[Ref] = []
         if not queues:
             if msg.large:
                 drop_body(self.node, msg)  # nobody will read it
             return refs
         node = self.node
-        memory = self._memory
         addr = queues[0].home  # every queue of a message is on its address (unless it `shares`: wildcards)
         paged: list[Queue] = []
         if addr.shares:
@@ -419,15 +425,7 @@ class SendPipeline:
         if stored:
             msg.persisted = True
             msg.inline = stored == 1
-            batch.add_messages.add(
-                message_id=msg.id,
-                data=msg.proto.SerializeToString(),
-                address=msg.address,
-                size=msg.size,
-                timestamp=msg.timestamp,
-                large=msg.large,
-                queue_id=first.id if msg.inline else 0,
-            )
+            _add_message_row(batch, msg, first.id if msg.inline else 0)
         for q in queues:
             persisted = stored > 0 and q.durable
             refs.append(Ref(msg, q, 0, persisted))
@@ -460,6 +458,32 @@ class SendPipeline:
                 q.paging_in += 1
                 refs.append(ref)
         return refs
+
+    def _stage_one(self, msg: ServerMessage, q: Queue, addr) -> Ref:
+        """`stage` for the common message: one queue on its own address, nothing
+        paged (what `stage` does for it, without the loops and lists)."""
+        node = self.node
+        persisted = msg.durable and q.durable and node.persistence_enabled
+        if persisted:
+            msg.persisted = msg.inline = True
+            batch = node.batch()
+            _add_message_row(batch, msg, q.id)
+            if node.event_log:
+                _enqueued_event(batch, now_ms(), msg, q.name)
+        q.incoming += 1
+        msg.refs += 1
+        one = msg.size + paging.MESSAGE_OVERHEAD_BYTES
+        self._memory.bytes += one
+        addr.memory_bytes += one
+        addr.memory_messages += 1
+        return Ref(msg, q, 0, persisted)
+
+
+def _add_message_row(batch, msg: ServerMessage, queue_id: int) -> None:
+    """The message's row in the journal batch; `queue_id` its one stored
+    reference held on the row (inline), or 0 when its references have rows."""
+    batch.add_messages.add(message_id=msg.id, data=msg.proto.SerializeToString(), address=msg.address,
+                           size=msg.size, timestamp=msg.timestamp, large=msg.large, queue_id=queue_id)
 
 
 def _choose(msg: ServerMessage, name: str, local: Queue | None, remote, positions: dict[str, int]):
