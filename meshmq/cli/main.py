@@ -314,12 +314,12 @@ def queue_list(url) -> None:
 
     qs = run_coroutine(go())
     header = ("queue", "address", "routing", "durable", "messages", "paged", "paged-bytes", "scheduled", "consumers",
-              "delivering", "added", "acked", "paused", "groups", "filter", "kind")
+              "delivering", "added", "delivered", "acked", "paused", "groups", "filter", "kind")
     rows = [
         (
             q.name, q.address, mpb.RoutingType.Name(q.routing_type), "yes" if q.durable else "no",
             str(q.message_count), str(q.paged_count), str(q.paged_bytes), str(q.scheduled_count), str(q.consumer_count),
-            str(q.delivering_count), str(q.messages_added), str(q.messages_acknowledged), "yes" if q.paused else "no",
+            str(q.delivering_count), str(q.messages_added), str(q.messages_delivered), str(q.messages_acknowledged), "yes" if q.paused else "no",
             str(q.group_count), q.filter, queue_kind(q),
         )
         for q in qs

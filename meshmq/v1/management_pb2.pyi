@@ -351,7 +351,7 @@ class ListQueuesRequest(_message.Message):
     def __init__(self, address: _Optional[str] = ...) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused", "last_value_key", "non_destructive", "exclusive", "group_rebalance", "group_rebalance_pause_dispatch", "group_buckets", "group_first_key", "group_count")
+    __slots__ = ("name", "address", "routing_type", "filter", "durable", "temporary", "auto_created", "message_count", "consumer_count", "delivering_count", "messages_added", "messages_acknowledged", "messages_expired", "messages_killed", "paged_count", "paged_bytes", "scheduled_count", "paused", "last_value_key", "non_destructive", "exclusive", "group_rebalance", "group_rebalance_pause_dispatch", "group_buckets", "group_first_key", "group_count", "messages_delivered")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ROUTING_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -378,6 +378,7 @@ class QueueInfo(_message.Message):
     GROUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIRST_KEY_FIELD_NUMBER: _ClassVar[int]
     GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_DELIVERED_FIELD_NUMBER: _ClassVar[int]
     name: str
     address: str
     routing_type: _messages_pb2.RoutingType
@@ -404,7 +405,8 @@ class QueueInfo(_message.Message):
     group_buckets: int
     group_first_key: str
     group_count: int
-    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., group_rebalance: _Optional[bool] = ..., group_rebalance_pause_dispatch: _Optional[bool] = ..., group_buckets: _Optional[int] = ..., group_first_key: _Optional[str] = ..., group_count: _Optional[int] = ...) -> None: ...
+    messages_delivered: int
+    def __init__(self, name: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., durable: _Optional[bool] = ..., temporary: _Optional[bool] = ..., auto_created: _Optional[bool] = ..., message_count: _Optional[int] = ..., consumer_count: _Optional[int] = ..., delivering_count: _Optional[int] = ..., messages_added: _Optional[int] = ..., messages_acknowledged: _Optional[int] = ..., messages_expired: _Optional[int] = ..., messages_killed: _Optional[int] = ..., paged_count: _Optional[int] = ..., paged_bytes: _Optional[int] = ..., scheduled_count: _Optional[int] = ..., paused: _Optional[bool] = ..., last_value_key: _Optional[str] = ..., non_destructive: _Optional[bool] = ..., exclusive: _Optional[bool] = ..., group_rebalance: _Optional[bool] = ..., group_rebalance_pause_dispatch: _Optional[bool] = ..., group_buckets: _Optional[int] = ..., group_first_key: _Optional[str] = ..., group_count: _Optional[int] = ..., messages_delivered: _Optional[int] = ...) -> None: ...
 
 class ListQueuesResponse(_message.Message):
     __slots__ = ("queues",)

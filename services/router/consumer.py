@@ -81,6 +81,7 @@ class ServerConsumer:
         did = self._next_delivery_id
         self._next_delivery_id += 1
         ref.delivery_count += 1
+        self.queue.messages_delivered += 1
         self.delivering[did] = ref
         if self.window_size >= 0:
             self.credits -= ref.msg.size

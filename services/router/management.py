@@ -116,6 +116,7 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
         delivering_count=q.delivering,
         messages_added=q.messages_added,
         messages_acknowledged=q.messages_acknowledged,
+        messages_delivered=q.messages_delivered,
         messages_expired=q.messages_expired,
         messages_killed=q.messages_killed,
         paged_count=q.paged_messages,

@@ -39,6 +39,8 @@ _QUEUE_COUNTERS = (
      lambda q: q.messages_added),
     ("meshmq_queue_messages_acknowledged_total", "Messages consumers acknowledged from the queue.",
      lambda q: q.messages_acknowledged),
+    ("meshmq_queue_messages_delivered_total", "Deliveries to the queue's consumers (a bridge included), "
+     "redeliveries counted again.", lambda q: q.messages_delivered),
     ("meshmq_queue_messages_expired_total", "Messages that expired in the queue.", lambda q: q.messages_expired),
     ("meshmq_queue_messages_killed_total", "Messages removed from the queue after max-delivery-attempts "
      "(dead-lettered, or dropped without a dead-letter address).", lambda q: q.messages_killed),

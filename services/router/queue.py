@@ -179,6 +179,8 @@ class Queue:
         self.delivering = 0
         self.messages_added = 0
         self.messages_acknowledged = 0
+        # Deliveries to consumers (a bridge included), redeliveries too: the gateway's "out" rate.
+        self.messages_delivered = 0
         self.messages_expired = 0
         self.messages_killed = 0
         # Consumers found below slow-consumer-threshold (slow_consumers.py), whatever the policy did.
