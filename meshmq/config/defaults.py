@@ -225,6 +225,10 @@ GATEWAY_MAX_ANONYMOUS_BODY_SIZE: Final = 16 * 1024
 # gateway.dev-mode: accept well-known default credentials (and, with no users configured, the built-in
 # admin/admin); never on a machine others can reach.
 GATEWAY_DEV_MODE: Final = False
+# gateway.history-interval: how often the gateway samples the routers' counters for the rates and charts (ms).
+GATEWAY_HISTORY_INTERVAL: Final = 5_000
+# gateway.history-length: how far back the rates' history goes (ms): the last hour, 720 samples at 5 s.
+GATEWAY_HISTORY_LENGTH: Final = 3_600_000
 
 # --- metrics (every service's Prometheus endpoint, docs/metrics.md) --------
 

@@ -893,6 +893,20 @@ class Gateway(ConfigModel):
     max_body_size: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] = defaults.GATEWAY_MAX_BODY_SIZE
     max_anonymous_body_size: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] = (
         defaults.GATEWAY_MAX_ANONYMOUS_BODY_SIZE)
+    # The rates' sampler (services/gateway/history.py): every history-interval, kept for history-length.
+    history_interval: Millis = defaults.GATEWAY_HISTORY_INTERVAL
+    history_length: Millis = defaults.GATEWAY_HISTORY_LENGTH
+
+    @model_validator(mode="after")
+    def _history_fits(self) -> Gateway:
+        if self.history_length < self.history_interval:
+            raise_issues([(("history-length",), f"history-length ({self.history_length} ms) must be at least "
+                                                f"history-interval ({self.history_interval} ms)")])
+        if self.history_length // self.history_interval > 100_000:
+            raise_issues([(("history-length",), f"history-length / history-interval is "
+                                                f"{self.history_length // self.history_interval} samples; "
+                                                f"keep it at most 100000 (a longer interval or a shorter length)")])
+        return self
 
 
 def gateway_issues(gateway: Gateway, connectors: dict[str, str],

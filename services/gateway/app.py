@@ -18,7 +18,7 @@ from meshmq import __version__
 from meshmq.config.models import BrokerConfig
 from meshmq.metrics_access import ScrapeAccess
 
-from . import api, console, problems
+from . import api, api_docs, console, problems, rates
 from .body_limit import BodyLimit
 from .paths import RawPathRouting
 from .state import GatewayState
@@ -35,14 +35,16 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await gw.directory.start()
+        gw.sampler.start()
         try:
             yield
         finally:
+            await gw.sampler.close()
             await gw.operations.close()
             await gw.directory.close()
 
     app = FastAPI(title="meshmq admin gateway", version=__version__, lifespan=lifespan,
-                  openapi_url="/api/openapi.json", docs_url="/api/docs", redoc_url=None,
+                  openapi_url="/api/openapi.json", docs_url=None, redoc_url=None,
                   description="Manage a meshmq cluster: nodes, addresses, queues, messages, bridges and HA groups. "
                               "Log in with POST /api/v1/auth/token and send the token as a bearer token.")
     app.state.gateway = gw
@@ -61,6 +63,8 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
 
     app.openapi = openapi
     app.include_router(api.router)
+    api_docs.install(app)
+    app.include_router(rates.router)
     app.include_router(console.router)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
     gw.metrics.sessions.set_function(gw.sessions.count)

@@ -161,6 +161,12 @@ class Sessions:
     def count(self) -> int:
         return len(self._by_key)
 
+    def latest_viewer(self) -> Identity | None:
+        """The live identity that may view and was used last (the rates' sampler calls with it)."""
+        now = time.monotonic()
+        live = [i for i in self._by_key.values() if i.can_view and i.expires_at >= now]
+        return max(live, key=lambda i: i.expires_at, default=None)
+
     def _sweep(self) -> None:
         now = time.monotonic()
         for key in [k for k, i in self._by_key.items() if i.expires_at < now]:

@@ -13,6 +13,7 @@ from meshmq.security.login_throttle import LoginThrottle
 
 from .auth import Sessions, Users
 from .directory import RouterDirectory
+from .history import History, Sampler
 from .operations import Operations
 from .views import Gatherer
 
@@ -63,10 +64,14 @@ class GatewayState:
     gather: Gatherer
     operations: Operations
     metrics: GatewayMetrics
+    sampler: Sampler
 
     @classmethod
     def build(cls, config: BrokerConfig) -> GatewayState:
         directory = RouterDirectory(config)
-        return cls(config=config, users=Users(config), sessions=Sessions(config.gateway.session_timeout / 1000),
-                   directory=directory, gather=Gatherer(directory), operations=Operations(),
-                   metrics=GatewayMetrics())
+        sessions = Sessions(config.gateway.session_timeout / 1000)
+        gather = Gatherer(directory)
+        history = History(config.gateway.history_interval / 1000, config.gateway.history_length / 1000)
+        sampler = Sampler(gather, history, lambda: (who.metadata if (who := sessions.latest_viewer()) else ()))
+        return cls(config=config, users=Users(config), sessions=sessions, directory=directory, gather=gather,
+                   operations=Operations(), metrics=GatewayMetrics(), sampler=sampler)
