@@ -146,6 +146,8 @@ class GatewaySpec(_Model):
     port: Port = defaults.GATEWAY_LISTEN_PORT
     # Accept default credentials (and, with no users in node-defaults, the built-in admin/admin).
     dev_mode: bool = defaults.GATEWAY_DEV_MODE
+    # How often it samples the nodes for the rates and charts (ms; gateway.history-interval).
+    history_interval: Millis = defaults.GATEWAY_HISTORY_INTERVAL
 
 
 class TlsSpec(_Model):
@@ -401,6 +403,7 @@ def gateway_config_data(spec: ClusterSpec, *, etcd_endpoint: str, run_dir: Path,
         "discovery-groups": discovery_groups(spec, etcd_endpoint),
         "gateway": {"listen": {"host": HOST, "port": spec.gateway.port, **tls},
                     "discovery-group-ref": DISCOVERY_GROUP, "dev-mode": spec.gateway.dev_mode,
+                    "history-interval": spec.gateway.history_interval,
                     **({"trust-path": str(certificate.ca)} if certificate else {}),
                     # The launched HA coordinator, when its port is known before it starts.
                     **({"ha-coordinator": f"{HOST}:{spec.ha_coordinator.port}"}

@@ -94,18 +94,22 @@ def svg(series: Series, title: str) -> str:
     for i in range(5):  # the msg/s axis: 0, a quarter ... the top
         v = top * i / 4
         parts.append(f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}"/>'
-                     f'<text class="tick" x="{LEFT - 4}" y="{y(v) + 4:.1f}" text-anchor="end">{number(v)}</text>')
-    parts.append(f'<text class="axis-label" x="12" y="{TOP + plot_h / 2:.0f}" text-anchor="middle" '
+                     f'<text class="tick" x="{LEFT - 4}" y="{y(v) + 4:.1f}" style="text-anchor: end">'
+                     f'{number(v)}</text>')
+    parts.append(f'<text class="axis-label" x="12" y="{TOP + plot_h / 2:.0f}" style="text-anchor: middle" '
                  f'transform="rotate(-90 12 {TOP + plot_h / 2:.0f})">{UNIT}</text>')
     for i in range(5):  # the time axis: clock times at the ends and three between
         t = t0 + (t1 - t0) * i / 4
         clock = datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S")
         anchor = "start" if i == 0 else "end" if i == 4 else "middle"
-        parts.append(f'<text class="tick" x="{x(t):.1f}" y="{TOP + plot_h + 16}" text-anchor="{anchor}">{clock}</text>')
+        parts.append(f'<text class="tick" x="{x(t):.1f}" y="{TOP + plot_h + 16}" style="text-anchor: {anchor}">'
+                     f'{clock}</text>')
     parts.append(f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}"/>'
                  f'<line class="axis" x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}"/>')
     xs = [x(t) for t in series.times]
     for entry, ys in zip(legend(series), rates):
+        # "in" drawn first and wider: where "out" or "acked" is the same, it still shows beneath.
+        width = 3 if entry.name == "in" else 1.5
         for run in _segments(xs, ys):
             if len(run) == 1:
                 px, v = run[0]
@@ -114,12 +118,13 @@ def svg(series: Series, title: str) -> str:
             else:
                 points = " ".join(f"{px:.1f},{y(v):.1f}" for px, v in run)
                 parts.append(f'<polyline class="series" data-series="{entry.name}" fill="none" '
-                             f'stroke="{entry.colour}" stroke-width="1.5" points="{points}"/>')
+                             f'stroke="{entry.colour}" stroke-width="{width}" points="{points}"/>')
     lx = LEFT
     for entry in legend(series):  # the legend, under the time axis
         text = f"{entry.name} {number(entry.current)} {UNIT}"
         parts.append(f'<rect x="{lx}" y="{HEIGHT - 14}" width="10" height="10" fill="{entry.colour}"/>'
-                     f'<text class="legend" x="{lx + 14}" y="{HEIGHT - 5}">{escape(text)}</text>')
+                     f'<text class="legend" x="{lx + 14}" y="{HEIGHT - 5}" style="text-anchor: start">'
+                     f'{escape(text)}</text>')
         lx += 150
     parts.append("</svg>")
     return "".join(parts)

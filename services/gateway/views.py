@@ -269,7 +269,8 @@ def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:
         waiting=max(0, q.message_count - q.delivering_count - q.scheduled_count),
         delivering=q.delivering_count, paged=q.paged_count, scheduled=q.scheduled_count,
         consumers=q.consumer_count, messages_added=q.messages_added, messages_acknowledged=q.messages_acknowledged,
-        messages_delivered=q.messages_delivered, messages_expired=q.messages_expired, messages_dead_lettered=q.messages_killed)
+        messages_delivered=q.messages_delivered, messages_expired=q.messages_expired,
+        messages_dead_lettered=q.messages_killed)
 
 
 def address_view(node: str, a: mgpb.AddressInfo) -> AddressView:

@@ -30,7 +30,8 @@ def fast_stack(tmp_path):
     acceptor = f"acceptors: [{{name: grpc, host: 127.0.0.1, port: {free_port()}}}]\n"
     router = nodes.router("node", extra=acceptor + security_yaml())
     config = gateway_config(router.endpoint).replace(
-        "  static-connectors: [node]\n", "  static-connectors: [node]\n  history-interval: 200\n  history-length: 120000\n")
+        "  static-connectors: [node]\n",
+        "  static-connectors: [node]\n  history-interval: 200\n  history-length: 120000\n")
     gateway = ServiceProcess(tmp_path, "gateway", "gateway", config)
     nodes.started.append(gateway)
     gateway.start()
