@@ -184,9 +184,11 @@ class History:
         out.names = QUEUE_SERIES
         return out
 
-    def cluster_series(self) -> Series:
+    def cluster_series(self, nodes: list[Series] | None = None) -> Series:
+        """The cluster's: the sums of the nodes' (`nodes`: their series, when already made)."""
         times = [s.at for s in self.samples[1:]]
-        return add_series((self.node_series(n) for n in self.nodes()), QUEUE_SERIES, times)
+        parts = nodes if nodes is not None else [self.node_series(n) for n in self.nodes()]
+        return add_series(parts, QUEUE_SERIES, times)
 
 
 def take_sample(at: float, nodes: Iterable[str], queues: dict[str, list[mgpb.QueueInfo]],

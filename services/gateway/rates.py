@@ -82,10 +82,11 @@ def rates_view(series: Series, history: History, kind: str, node: str = "", queu
 def overview(gw: GatewayState) -> RatesOverview:
     h = gw.sampler.history
     st = gw.sampler.status
+    nodes = {n: h.node_series(n) for n in h.nodes()}
     return RatesOverview(
         sampler=SamplerView(last_sample_at=st.last_sample_at, samples=st.samples, problem=st.problem),
-        cluster=rates_view(h.cluster_series(), h, "cluster"),
-        nodes=[rates_view(h.node_series(n), h, "node", node=n) for n in h.nodes()],
+        cluster=rates_view(h.cluster_series(list(nodes.values())), h, "cluster"),
+        nodes=[rates_view(s, h, "node", node=n) for n, s in nodes.items()],
         links=[rates_view(h.series(k), h, "link", node=k[1], link=k[2]) for k in h.keys("link")])
 
 
@@ -166,9 +167,10 @@ async def overview_charts(request: Request) -> Response:
     if gw is None:
         return Response(status_code=401)
     h = gw.sampler.history
-    items = [_chart(rates_view(h.cluster_series(), h, "cluster"), h.cluster_series(), "Cluster")]
-    for n in h.nodes():
-        s = h.node_series(n)
+    nodes = {n: h.node_series(n) for n in h.nodes()}
+    cluster = h.cluster_series(list(nodes.values()))
+    items = [_chart(rates_view(cluster, h, "cluster"), cluster, "Cluster")]
+    for n, s in nodes.items():
         items.append(_chart(rates_view(s, h, "node", node=n), s, f"Node {n}"))
     for k in h.keys("link"):
         s = h.series(k)
