@@ -193,7 +193,9 @@ class MetricsEndpoint:
         # With security enabled: who may scrape, and the certificate to serve HTTPS with (metrics_access.py).
         self._access = access
         self._tls = tls
-        self.registry = CollectorRegistry(auto_describe=False)
+        # The fills' collector names no metric in advance (describing would run them), so a
+        # filtered scrape (`?name[]=…`) must still ask it: a registry that supports such collectors.
+        self.registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
         ProcessCollector(registry=self.registry)
         self._fills: dict[str, Fill] = {"service": self._info}
         self.registry.register(LoopCollector(self._fills, {"node": node}, asyncio.get_running_loop()))

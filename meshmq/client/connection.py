@@ -513,6 +513,11 @@ class Admin:
         req = mgpb.RetryMessagesRequest(queue=queue, filter=filter, message_id=message_id)
         return await self._stream(self._stub.RetryMessages, req, on_progress)
 
+    async def set_max_disk_usage(self, percent: int) -> mgpb.NodeInfo:
+        """Change the node's max-disk-usage (until it restarts; -1 = no check): the node
+        scans its disk at once and answers with its alarm state."""
+        return await self._call(self._stub.SetMaxDiskUsage, mgpb.SetMaxDiskUsageRequest(max_disk_usage=percent))
+
     async def pause_queue(self, name: str) -> mgpb.QueueInfo:
         return await self._call(self._stub.PauseQueue, mgpb.PauseQueueRequest(name=name))
 

@@ -31,6 +31,12 @@ PERSIST_ID_CACHE: Final = True
 ID_CACHE_MAX_BYTES: Final = 4 * 1024 * 1024
 # message-expiry-scan-period: how often queues are scanned for expired messages; -1 = never.
 MESSAGE_EXPIRY_SCAN_PERIOD: Final = 30000
+# max-disk-usage: percent of the disk holding the journal (or data-directory) in use above which the node is in
+# disk alarm: producers are blocked (FAIL addresses refuse, DROP addresses drop) until it is at or below; -1 = no
+# check (Artemis's default 90).
+MAX_DISK_USAGE: Final = 90
+# disk-scan-period: ms between two readings of that disk (Artemis's 5000).
+DISK_SCAN_PERIOD: Final = 5000
 # security-enabled: require username/password (meshmq: off by default; Artemis: on).
 SECURITY_ENABLED: Final = False
 # cluster-user: the name a node's services present to each other (Artemis: ACTIVEMQ.CLUSTER.ADMIN.USER).

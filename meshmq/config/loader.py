@@ -240,6 +240,8 @@ data-directory: {b(data_directory)}    # the SQLite journal and large files live
 id-cache-size: {b(defaults.ID_CACHE_SIZE)}
 persist-id-cache: {b(defaults.PERSIST_ID_CACHE)}
 message-expiry-scan-period: {b(defaults.MESSAGE_EXPIRY_SCAN_PERIOD)}   # ms
+max-disk-usage: {b(defaults.MAX_DISK_USAGE)}   # percent of the journal's disk in use past which producers are blocked; -1 = no check
+disk-scan-period: {b(defaults.DISK_SCAN_PERIOD)}   # ms between two readings of that disk
 # security-enabled: false   # the default: no login, for a trial on this machine. A node listening
 #                           # beyond loopback starts with security off only when this is written out.
 

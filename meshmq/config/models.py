@@ -1022,6 +1022,9 @@ class BrokerConfig(ConfigModel):
     message_expiry_scan_period: Annotated[
         int, Field(ge=-1), AfterValidator(_not_zero("no scanning"))
     ] = defaults.MESSAGE_EXPIRY_SCAN_PERIOD
+    # Percent of the journal's disk in use past which producers are blocked (services/router/disk_usage.py).
+    max_disk_usage: Annotated[int, Field(ge=-1, le=100)] = defaults.MAX_DISK_USAGE
+    disk_scan_period: Annotated[int, Field(gt=0)] = defaults.DISK_SCAN_PERIOD
     security_enabled: bool = defaults.SECURITY_ENABLED
     users: tuple[User, ...] = ()
     security_settings: Annotated[dict[MatchString, SecuritySetting], BeforeValidator(_none_values_to_empty)] = Field(

@@ -281,7 +281,7 @@ class GetNodeInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector", "event_log_enabled", "event_retention", "events_kept_from", "events_pruned", "global_max_size", "memory_bytes")
+    __slots__ = ("node_id", "name", "version", "started_at", "journal", "epoch", "ha_policy", "group_name", "backup_connector", "event_log_enabled", "event_retention", "events_kept_from", "events_pruned", "global_max_size", "memory_bytes", "memory_alarm", "disk_alarm", "max_disk_usage", "disk_used_percent", "disk_free_bytes", "disk_total_bytes", "journal_bytes", "disk_scanned_at", "disk_alarm_reason")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -297,6 +297,15 @@ class NodeInfo(_message.Message):
     EVENTS_PRUNED_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_MAX_SIZE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ALARM_FIELD_NUMBER: _ClassVar[int]
+    DISK_ALARM_FIELD_NUMBER: _ClassVar[int]
+    MAX_DISK_USAGE_FIELD_NUMBER: _ClassVar[int]
+    DISK_USED_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    DISK_FREE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DISK_TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DISK_SCANNED_AT_FIELD_NUMBER: _ClassVar[int]
+    DISK_ALARM_REASON_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     name: str
     version: str
@@ -312,7 +321,16 @@ class NodeInfo(_message.Message):
     events_pruned: int
     global_max_size: int
     memory_bytes: int
-    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ..., event_log_enabled: _Optional[bool] = ..., event_retention: _Optional[int] = ..., events_kept_from: _Optional[int] = ..., events_pruned: _Optional[int] = ..., global_max_size: _Optional[int] = ..., memory_bytes: _Optional[int] = ...) -> None: ...
+    memory_alarm: bool
+    disk_alarm: bool
+    max_disk_usage: int
+    disk_used_percent: float
+    disk_free_bytes: int
+    disk_total_bytes: int
+    journal_bytes: int
+    disk_scanned_at: int
+    disk_alarm_reason: str
+    def __init__(self, node_id: _Optional[str] = ..., name: _Optional[str] = ..., version: _Optional[str] = ..., started_at: _Optional[int] = ..., journal: _Optional[str] = ..., epoch: _Optional[int] = ..., ha_policy: _Optional[str] = ..., group_name: _Optional[str] = ..., backup_connector: _Optional[str] = ..., event_log_enabled: _Optional[bool] = ..., event_retention: _Optional[int] = ..., events_kept_from: _Optional[int] = ..., events_pruned: _Optional[int] = ..., global_max_size: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., memory_alarm: _Optional[bool] = ..., disk_alarm: _Optional[bool] = ..., max_disk_usage: _Optional[int] = ..., disk_used_percent: _Optional[float] = ..., disk_free_bytes: _Optional[int] = ..., disk_total_bytes: _Optional[int] = ..., journal_bytes: _Optional[int] = ..., disk_scanned_at: _Optional[int] = ..., disk_alarm_reason: _Optional[str] = ...) -> None: ...
 
 class ListAddressesRequest(_message.Message):
     __slots__ = ()
@@ -501,3 +519,9 @@ class PurgeQueueResponse(_message.Message):
     MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
     messages_removed: int
     def __init__(self, messages_removed: _Optional[int] = ...) -> None: ...
+
+class SetMaxDiskUsageRequest(_message.Message):
+    __slots__ = ("max_disk_usage",)
+    MAX_DISK_USAGE_FIELD_NUMBER: _ClassVar[int]
+    max_disk_usage: int
+    def __init__(self, max_disk_usage: _Optional[int] = ...) -> None: ...

@@ -124,6 +124,11 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsResponse.FromString,
                 _registered_method=True)
+        self.SetMaxDiskUsage = channel.unary_unary(
+                '/meshmq.v1.Management/SetMaxDiskUsage',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.SetMaxDiskUsageRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.NodeInfo.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -251,6 +256,14 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetMaxDiskUsage(self, request, context):
+        """Change max-disk-usage on the running node (until it restarts) and read the disk at once:
+        the node info with the new limit and alarm state. Needs the manage permission.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -343,6 +356,11 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.ResetAllGroups,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.ResetAllGroupsResponse.SerializeToString,
+            ),
+            'SetMaxDiskUsage': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetMaxDiskUsage,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.SetMaxDiskUsageRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.NodeInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -831,6 +849,33 @@ class Management:
             '/meshmq.v1.Management/ResetAllGroups',
             meshmq_dot_v1_dot_management__pb2.ResetAllGroupsRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.ResetAllGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetMaxDiskUsage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/SetMaxDiskUsage',
+            meshmq_dot_v1_dot_management__pb2.SetMaxDiskUsageRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.NodeInfo.FromString,
             options,
             channel_credentials,
             insecure,

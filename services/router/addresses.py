@@ -55,7 +55,7 @@ def compile_filter(text: str) -> Selector | None:
 
 class Address:
     __slots__ = ("name", "routing_types", "queues", "auto_created", "round_robin", "_split",
-                 "memory_bytes", "memory_messages", "messages_dropped", "max_bytes", "max_messages", "blocks", "refuses", "paging", "sole",
+                 "memory_bytes", "memory_messages", "messages_dropped", "messages_routed", "messages_unrouted", "max_bytes", "max_messages", "blocks", "refuses", "paging", "sole",
                  "remote", "cluster_round_robin", "wildcard", "bound", "shares")
 
     def __init__(self, name: str, routing_types: int, auto_created: bool) -> None:
@@ -74,6 +74,10 @@ class Address:
         self.memory_bytes = 0
         self.memory_messages = 0
         self.messages_dropped = 0
+        # Messages sent to it that reached some queue, and those that reached none (Artemis's
+        # RoutedMessageCount / UnRoutedMessageCount; DROP's drops are unrouted too).
+        self.messages_routed = 0
+        self.messages_unrouted = 0
         # max-size-bytes and max-size-messages from its address settings
         # (paging.limit: no limit is a huge number, so "full" is one comparison);
         # -1 until the broker resolves them, which makes the first check take

@@ -260,6 +260,7 @@ class Delivery:
             )
             self._dead_letter(ref, settings.dead_letter_address, DEAD_LETTERED)
             return
+        q.messages_redelivered += 1
         if ref.persisted:
             batch = self.node.batch()
             counts = batch.update_paged_delivery_counts if ref.paged else batch.update_delivery_counts

@@ -134,6 +134,18 @@ def queue_info(q: Queue) -> mgpb.QueueInfo:
     )
 
 
+def alarm_fields(memory) -> dict:
+    """NodeInfo's alarm fields from the router's MemoryUse and its disk scan (disk_usage.py)."""
+    fields = dict(memory_alarm=memory.memory_alarm, disk_alarm=memory.disk_full, disk_alarm_reason=memory.disk_reason)
+    disk = memory.disk
+    if disk is not None:
+        r = disk.reading
+        fields.update(max_disk_usage=disk.max_disk_usage, disk_used_percent=round(r.used_percent, 2),
+                      disk_free_bytes=r.free_bytes, disk_total_bytes=r.total_bytes, journal_bytes=r.journal_bytes,
+                      disk_scanned_at=int(r.at * 1000))
+    return fields
+
+
 class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
                  authorizer: Authorizer | None = None, *, event_log: EventLogStatus,
@@ -211,6 +223,7 @@ class ManagementServicer(mggrpc.ManagementServicer):
                 events_pruned=self._event_log.pruned,
                 global_max_size=b.memory.global_max_size,
                 memory_bytes=max(0, b.memory.bytes),
+                **alarm_fields(b.memory),
             ),
             lambda: (),  # every client asks at first contact (access.py)
         )
@@ -414,6 +427,23 @@ class ManagementServicer(mggrpc.ManagementServicer):
 
     async def ResumeQueue(self, request, context):
         return await self._pause(request, context, False)
+
+    async def SetMaxDiskUsage(self, request, context):
+        b = self.broker
+
+        def run():
+            value = request.max_disk_usage
+            if not -1 <= value <= 100:
+                raise BrokerError(Reason.INVALID_REQUEST, f"max-disk-usage must be -1 (no check) or a percent "
+                                  f"from 0 to 100, not {value}")
+            if b.memory.disk is None:
+                raise BrokerError(Reason.INVALID_REQUEST, "this router does not scan its disk")
+            b.memory.disk.set_limit(value)
+            return mgpb.NodeInfo(node_id=b.node_id, name=b.name, version=__version__, started_at=b.started_at,
+                                 global_max_size=b.memory.global_max_size, memory_bytes=max(0, b.memory.bytes),
+                                 **alarm_fields(b.memory))
+
+        return await self._guard(context, run, lambda: [_MANAGE])
 
     async def ResetAllGroups(self, request, context):
         def run():

@@ -25,6 +25,12 @@ log = logging.getLogger("meshmq.router")
 
 
 class MemoryUse:
+    # The disk alarm (disk_usage.py): while set, every address is full; PAGE and
+    # BLOCK addresses block producers. `disk` is the node's DiskScan once it runs.
+    disk_full = False
+    disk_reason = ""
+    disk = None
+
     def __init__(self, settings: Callable[[str], ResolvedAddressSettings], global_max_size: int,
                  blocking: bool) -> None:
         self._settings = settings
@@ -34,6 +40,9 @@ class MemoryUse:
         self.global_limit = paging.limit(global_max_size)
         # Some address may have address-full-policy BLOCK: sends must be looked at (producer_flow.py).
         self.blocking = blocking
+        self._blocking_configured = blocking
+        # What a batch for an address not created yet waits on during the disk alarm.
+        self._new_address = Address("(a new address)", 0, True)
         # Blocked addresses and what to call when each has room again.
         self._waiting_for_room: dict[Address, list[Callable[[], None]]] = {}
 
@@ -41,11 +50,12 @@ class MemoryUse:
         """Whether `addr` (None: an address not created yet) is full (paging.py);
         resolves the address's limits on first use."""
         if addr is None:
-            return self.bytes >= self.global_limit
+            return self.bytes >= self.global_limit or self.disk_full
         if addr.max_bytes < 0:
             self.resolve_limits(addr)
         return (
-            addr.memory_bytes >= addr.max_bytes
+            self.disk_full
+            or addr.memory_bytes >= addr.max_bytes
             or addr.memory_messages >= addr.max_messages
             or self.bytes >= self.global_limit
         )
@@ -88,12 +98,35 @@ class MemoryUse:
             last = name
             addr = addresses.get(name)
             if addr is None:
+                # Not created yet: only the disk alarm blocks it (it holds nothing of its own).
+                if self.disk_full and self._settings(name).address_full_policy not in paging.REFUSING:
+                    return self._new_address
                 continue
             if addr.max_bytes < 0:
                 self.resolve_limits(addr)
-            if addr.blocks and self.full(addr):
+            if (addr.blocks or (self.disk_full and not addr.refuses)) and self.full(addr):
                 return addr
         return None
+
+    @property
+    def memory_alarm(self) -> bool:
+        """The node holds global-max-size of messages in memory: every address applies its policy."""
+        return self.bytes >= self.global_limit
+
+    def set_disk_full(self, full: bool, reason: str) -> None:
+        """Raise or clear the disk alarm (disk_usage.py); clearing wakes the producers it blocked."""
+        self.disk_full = full
+        self.disk_reason = reason
+        self.blocking = self._blocking_configured or full
+        if not full and self._waiting_for_room:
+            self._room_made()
+
+    def full_reason(self, addr: Address | None, max_size_bytes: int, max_size_messages: int) -> str:
+        """Why `addr` is full, in words (for a refusal)."""
+        if self.disk_full:
+            return self.disk_reason
+        return (f"max-size-bytes {max_size_bytes}, max-size-messages {max_size_messages}, "
+                f"global-max-size {self.global_max_size}")
 
     def wait_for_room(self, addr: Address, callback: Callable[[], None]) -> None:
         """Call `callback` (soon, from the event loop) once `addr` is no longer full."""
@@ -101,12 +134,15 @@ class MemoryUse:
         if waiters is None:
             waiters = self._waiting_for_room[addr] = []
             settings = self._settings(addr.name)
-            log.info(
-                "blocking message production on address %s: %d bytes, %d messages in memory "
-                "(max-size-bytes %d, max-size-messages %d; node %d of global-max-size %d)",
-                addr.name, addr.memory_bytes, addr.memory_messages, settings.max_size_bytes,
-                settings.max_size_messages, self.bytes, self.global_max_size,
-            )
+            if self.disk_full:
+                log.info("blocking message production on address %s: %s", addr.name, self.disk_reason)
+            else:
+                log.info(
+                    "blocking message production on address %s: %d bytes, %d messages in memory "
+                    "(max-size-bytes %d, max-size-messages %d; node %d of global-max-size %d)",
+                    addr.name, addr.memory_bytes, addr.memory_messages, settings.max_size_bytes,
+                    settings.max_size_messages, self.bytes, self.global_max_size,
+                )
         waiters.append(callback)
 
     def _room_made(self) -> None:

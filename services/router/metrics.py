@@ -49,12 +49,40 @@ _QUEUE_COUNTERS = (
      lambda q: q.slow_consumers),
 )
 
+_QUEUE_COUNTERS += (
+    ("meshmq_queue_messages_redelivered_total", "Deliveries that came back unacknowledged (nack, consumer "
+     "closed, rollback) to be delivered again.", lambda q: q.messages_redelivered),
+)
+# The node's totals: sums over its queues at scrape time (Artemis's TotalMessagesAdded,
+# TotalMessageCount…; a deleted queue's counts leave the sum with it).
+_NODE_TOTALS = (
+    ("meshmq_router_messages", "Messages the node's queues hold (Artemis's TotalMessageCount).",
+     lambda q: q.message_count),
+    ("meshmq_router_scheduled_messages", "Of those, not yet due: scheduled or in a redelivery delay.",
+     lambda q: q.scheduled_count),
+    ("meshmq_router_messages_received_total", "Messages routed into the node's queues (Artemis's "
+     "TotalMessagesAdded).", lambda q: q.messages_added),
+    ("meshmq_router_messages_delivered_total", "Deliveries to consumers on the node (redeliveries included).",
+     lambda q: q.messages_delivered),
+    ("meshmq_router_messages_redelivered_total", "Deliveries that came back unacknowledged to be delivered "
+     "again.", lambda q: q.messages_redelivered),
+    ("meshmq_router_messages_acknowledged_total", "Messages consumers acknowledged (Artemis's "
+     "TotalMessagesAcknowledged).", lambda q: q.messages_acknowledged),
+)
+
 
 def fill(node: RouterNode, fam: Families) -> None:
     b = node.broker
     fam.gauge("meshmq_router_active", "1 while this router serves its store (0: a backup waiting for it).", 1)
     fam.gauge("meshmq_router_epoch", "The activation epoch the router writes its journal at (fencing).", b.epoch)
-    fam.gauge("meshmq_router_sessions", "Client sessions open on the router.", len(node.sessions.sessions))
+    sessions = node.sessions.sessions.values()
+    fam.gauge("meshmq_router_sessions", "Client sessions open on the router.", len(sessions))
+    fam.gauge("meshmq_router_connections", "Client connections open on the router (distinct client "
+              "address and port among its sessions).", len({s.peer for s in sessions}))
+    fam.gauge("meshmq_router_producers", "Producers open on the router's sessions.",
+              sum(len(s.producers) for s in sessions))
+    fam.gauge("meshmq_router_consumers", "Consumers open on the router's sessions.",
+              sum(len(s.consumers) for s in sessions))
     fam.gauge("meshmq_router_memory_bytes", "Bytes of messages the router holds in memory (all addresses).",
               b.memory.bytes)
     fam.gauge("meshmq_router_memory_limit_bytes", "global-max-size in bytes: past it every address applies its "
@@ -63,6 +91,9 @@ def fill(node: RouterNode, fam: Families) -> None:
         kind = fam.counter if name.endswith("_total") else fam.gauge
         for q in b.queues.values():
             kind(name, doc, read(q), address=q.address, queue=q.name)
+    for name, doc, read in _NODE_TOTALS:
+        kind = fam.counter if name.endswith("_total") else fam.gauge
+        kind(name, doc, sum(read(q) for q in b.queues.values()))
     for a in b.addresses.values():
         fam.gauge("meshmq_address_memory_bytes", "Bytes of messages the address's queues hold in memory "
                   "(what max-size-bytes limits).", max(0, a.memory_bytes), address=a.name)
@@ -70,6 +101,11 @@ def fill(node: RouterNode, fam: Families) -> None:
                   "(what max-size-messages limits).", max(0, a.memory_messages), address=a.name)
         fam.counter("meshmq_address_messages_dropped_total", "Messages dropped because the address was full "
                     "(address-full-policy DROP).", a.messages_dropped, address=a.name)
+        fam.counter("meshmq_address_messages_routed_total", "Messages sent to the address that reached at "
+                    "least one queue (Artemis's RoutedMessageCount).", a.messages_routed, address=a.name)
+        fam.counter("meshmq_address_messages_unrouted_total", "Messages sent to the address that reached no "
+                    "queue (Artemis's UnRoutedMessageCount; DROP's drops included).", a.messages_unrouted,
+                    address=a.name)
     _logins(node, fam)
     _bridges(node, fam)
     link_metrics([*node.cluster.bridges.values(), *node.network.links.values()], fam)
@@ -84,8 +120,32 @@ def fill(node: RouterNode, fam: Families) -> None:
     ev = node.event_log
     fam.counter("meshmq_journal_events_pruned_total", "Events the event retention deleted from the journal's event "
                 "log since the router started (journal.event-retention).", ev.pruned)
-    fam.gauge("meshmq_journal_events_kept_from_seconds", "Every event from this Unix time on is still in the "
-              "journal's event log (0: none was ever deleted).", ev.kept_from / 1000)
+    fam.gauge("meshmq_journal_events_kept_from_timestamp_seconds", "Every event from this Unix time on is still "
+              "in the journal's event log (0: none was ever deleted).", ev.kept_from / 1000)
+    _alarms(node, fam)
+
+
+def _alarms(node: RouterNode, fam: Families) -> None:
+    """The memory and disk alarms (disk_usage.py) and the last disk reading."""
+    memory = node.broker.memory
+    fam.gauge("meshmq_router_memory_alarm", "1 while the node holds global-max-size of messages in memory (every "
+              "address applies its address-full-policy).", int(memory.memory_alarm))
+    fam.gauge("meshmq_router_disk_alarm", "1 while the journal's disk is used above max-disk-usage (producers "
+              "blocked; FAIL addresses refuse, DROP addresses drop).", int(memory.disk_full))
+    disk = memory.disk
+    if disk is None:
+        return
+    r = disk.reading
+    fam.gauge("meshmq_router_disk_max_usage_percent", "max-disk-usage: percent of the disk in use past which the "
+              "node is in disk alarm (-1: no check).", disk.max_disk_usage)
+    fam.gauge("meshmq_router_disk_used_percent", "Percent of the journal's disk in use at the last disk scan.",
+              round(r.used_percent, 3))
+    fam.gauge("meshmq_router_disk_free_bytes", "Bytes free on the journal's disk at the last disk scan.",
+              r.free_bytes)
+    fam.gauge("meshmq_router_disk_total_bytes", "Size of the journal's disk in bytes.", r.total_bytes)
+    fam.gauge("meshmq_journal_disk_bytes", "Bytes of the journal's files on disk at the last disk scan (SQLite: "
+              "the database, WAL and shared memory; 0 for PostgreSQL).", r.journal_bytes)
+    fam.gauge("meshmq_router_disk_scan_timestamp_seconds", "Unix time of the last disk scan.", r.at)
 
 
 def _logins(node: RouterNode, fam: Families) -> None:

@@ -183,6 +183,8 @@ class Queue:
         self.messages_delivered = 0
         self.messages_expired = 0
         self.messages_killed = 0
+        # Returned unacknowledged (nack, consumer closed, rollback) to be delivered again.
+        self.messages_redelivered = 0
         # Consumers found below slow-consumer-threshold (slow_consumers.py), whatever the policy did.
         self.slow_consumers = 0
 

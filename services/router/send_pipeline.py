@@ -254,11 +254,10 @@ class SendPipeline:
                 policy = settings.address_full_policy
                 if policy in paging.REFUSING and decision.targets and not moved and memory.full(addr):
                     if policy == paging.FAIL:
+                        why = memory.full_reason(addr, settings.max_size_bytes, settings.max_size_messages)
                         raise BrokerError(
                             Reason.ADDRESS_FULL,
-                            f"address {msg.address!r} is full (max-size-bytes {settings.max_size_bytes}, "
-                            f"max-size-messages {settings.max_size_messages}, "
-                            f"global-max-size {memory.global_max_size}) and its address-full-policy is FAIL",
+                            f"address {msg.address!r} is full ({why}) and its address-full-policy is FAIL",
                         )
                     addr.messages_dropped += 1
                     return []
@@ -394,12 +393,21 @@ class SendPipeline:
                     or addr.memory_messages >= addr.max_messages or memory.bytes >= memory.global_limit):
                 return [self._stage_one(msg, q, addr)]
         refs: list[Ref] = []
+        node = self.node
         if not queues:
             if msg.large:
-                drop_body(self.node, msg)  # nobody will read it
+                drop_body(node, msg)  # nobody will read it
+            sent_to = node.addresses.get(msg.address)
+            if sent_to is not None:
+                sent_to.messages_unrouted += 1
             return refs
-        node = self.node
         addr = queues[0].home  # every queue of a message is on its address (unless it `shares`: wildcards)
+        if addr.shares:
+            sent_to = node.addresses.get(msg.address)
+            if sent_to is not None:
+                sent_to.messages_routed += 1
+        else:
+            addr.messages_routed += 1
         paged: list[Queue] = []
         if addr.shares:
             paged = self._paged_by_home(msg, queues)
@@ -470,6 +478,7 @@ class SendPipeline:
             _add_message_row(batch, msg, q.id)
             if node.event_log:
                 _enqueued_event(batch, now_ms(), msg, q.name)
+        addr.messages_routed += 1
         q.incoming += 1
         msg.refs += 1
         one = msg.size + paging.MESSAGE_OVERHEAD_BYTES

@@ -43,6 +43,7 @@ from .event_retention import EventLogStatus, EventRetention
 from .management import ManagementServicer
 from .slow_consumers import SlowConsumerReaper
 from .memory_release import MemoryRelease
+from .disk_usage import DiskScan
 from .requests import InvalidCommand, open_session, session_command
 from .routing import ANYCAST, MULTICAST
 from .session import ServerSession
@@ -78,6 +79,7 @@ class BrokerServicer(bgrpc.BrokerServicer):
             self.broker, uuid.uuid4().hex, opening.client_id, opening.transacted, user,
             access_for(self.authorizer, user),
         )
+        session.peer = context.peer() or ""
         self.sessions[session.id] = session
         session.send(
             bpb.SessionResponse(
@@ -166,6 +168,9 @@ class RouterNode:
         self._grouping_reaper: asyncio.Task | None = None
         self._pruner: asyncio.Task | None = None
         self._releaser: asyncio.Task | None = None
+        self.disk = DiskScan(self.broker.memory, config.data_directory, config.sqlite_journal_file(),
+                             config.max_disk_usage, config.disk_scan_period)
+        self._disk_task: asyncio.Task | None = None
         self.cluster = ClusterConnections(config, self.broker)
         self.network = NetworkConnectors(config, self.broker)
         self.links: ClusterServicer | None = None
@@ -235,6 +240,7 @@ class RouterNode:
             self._slow_task = asyncio.create_task(self._slow.run(), name="slow-consumers")
         self._releaser = asyncio.create_task(MemoryRelease(lambda: self.broker.memory.bytes).run(),
                                              name="memory-release")
+        self._disk_task = asyncio.create_task(self.disk.run(), name="disk-scan")
         if self.broker.persistence_enabled and self.event_log.retention_ms > 0:  # (also pruned when not written)
             retention = EventRetention(self.broker.batch, self.broker.stored, self.event_log,
                                        self.config.journal.event_retention_scan_period)
@@ -334,7 +340,8 @@ class RouterNode:
         await scale_down(self.config, self.broker, endpoint)
 
     async def stop(self, grace: float = 2.0) -> None:
-        for task in (self._reaper, self._pruner, self._releaser, self._slow_task, self._grouping_reaper):
+        for task in (self._reaper, self._pruner, self._releaser, self._slow_task, self._grouping_reaper,
+                     self._disk_task):
             if task is not None:
                 task.cancel()
         if self.broker.grouping is not None and self.broker.grouping.remote is not None:

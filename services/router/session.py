@@ -51,6 +51,8 @@ class ServerSession:
     # A delivery marked first of its group reaches the client with group-first-key
     # set (ServerConsumer.deliver_first); a cluster or network link forwards the message as stored.
     shows_group_first = True
+    # The client's address and port (gRPC's peer), set when a client opens the session.
+    peer = ""
 
     def __init__(self, broker: Broker, session_id: str, client_id: str, transacted: bool, user: str,
                  access: Access | None = None) -> None:
@@ -189,7 +191,8 @@ class ServerSession:
             self.broker.memory.wait_for_room(addr, lambda: self._resume(pid))
         size = batch_bytes(cmd)
         if not held.fits(size):
-            why = (f"the address is full (address-full-policy BLOCK) and this producer already has {held.bytes} "
+            cause = self.broker.memory.disk_reason or "the address is full (address-full-policy BLOCK)"
+            why = (f"{cause} and this producer already has {held.bytes} "
                    f"bytes held, its window being {held.allowed}: a client must wait for confirms")
             self._confirm(pid, cmd.batch_id, [(i, Reason.ADDRESS_FULL.value, why) for i in range(len(cmd.messages))])
             return True
