@@ -84,6 +84,17 @@ RUN apt-get update -qq \
     && mkdir -p /var/lib/etcd-data
 CMD ["etcd", "--data-dir=/var/lib/etcd-data"]
 
+# --- Prometheus from Debian (compose profile "monitoring"; deploy/monitoring/) ---
+FROM ${BASE_IMAGE} AS prometheus
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -qq \
+    && apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+    && rm -rf /var/lib/apt/lists/* \
+    && mkdir -p /var/lib/prometheus-data
+COPY deploy/monitoring/prometheus.yml /etc/prometheus/prometheus.yml
+COPY deploy/monitoring/meshmq-rules.yml /etc/prometheus/meshmq-rules.yml
+CMD ["prometheus", "--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/var/lib/prometheus-data", "--web.listen-address=0.0.0.0:9090"]
+
 # --- PostgreSQL 15 from Debian ---
 FROM ${BASE_IMAGE} AS postgres
 ENV DEBIAN_FRONTEND=noninteractive

@@ -21,7 +21,7 @@ from .paths import ADDRESS, NODE, QUEUE
 from .problems import RESPONSES
 from .state import GatewayState
 from .views import (
-    AddressView, BrowseView, BridgeView, ClusterView, ConsumerView, HaGroupView, NodeView, QueueView, QuorumView,
+    NodeDown, AddressView, BrowseView, BridgeView, ClusterView, ConsumerView, HaGroupView, NodeView, QueueView, QuorumView,
     RemoteBindingView, address_view, bridge_view, message_view, queue_view,
 )
 
@@ -157,7 +157,16 @@ async def ha(gw: GW, who: Viewer) -> HaView:
 
 @router.get(f"/nodes/{NODE}", response_model=NodeDetail, tags=["cluster"])
 async def node_detail(node: str, gw: GW, who: Viewer) -> NodeDetail:
-    view, admin = await _on_node(gw, who, node)
+    """The node's addresses, queues and links; for a node down that answered before, what it
+    last showed (`node.stale`, its queues `reachable: false`, no addresses or remote bindings)."""
+    try:
+        view, admin = await _on_node(gw, who, node)
+    except NodeDown:
+        last = await gw.gather.last_detail(who.metadata, node)
+        if last is None:
+            raise
+        view, queues, bridges = last
+        return NodeDetail(node=view, addresses=[], queues=queues, bridges=bridges, remote_bindings=[])
     addresses, queues, st = await admin.list_addresses(), await admin.list_queues(), await admin.cluster_state()
     return NodeDetail(
         node=view, addresses=[address_view(view.name, a) for a in addresses],

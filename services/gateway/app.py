@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 from starlette.responses import PlainTextResponse, Response
 
@@ -86,7 +86,8 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
             refusal = await asyncio.to_thread(scrape_access.refusal, request.headers.get("authorization", ""), peer)
             if refusal is not None:
                 return PlainTextResponse(refusal.body, refusal.status, headers=dict(refusal.headers))
-        return Response(generate_latest(gw.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        names = request.query_params.getlist("name[]")
+        return Response(gw.metrics.exposition(names), media_type=CONTENT_TYPE_LATEST)
 
     # Routing on the path as sent (paths.py), and the body cap before anything reads a body.
     # Both inside `measure`: it counts their answers, and it reads the body through a task

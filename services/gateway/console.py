@@ -44,6 +44,18 @@ def _when(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S") if ms else "—"
 
 
+def _bytes(n: int) -> str:
+    """1536 -> "1.5 KiB"."""
+    value = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} bytes"
+
+
+templates.env.filters["bytes"] = _bytes
+templates.env.filters["when_s"] = lambda s: _when(int(s * 1000))
 templates.env.filters["duration"] = _duration
 templates.env.filters["when"] = _when
 # A name in a link's path: urlencode would leave its `/` as a separator.

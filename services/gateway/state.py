@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily
 
 from meshmq.config.models import BrokerConfig
@@ -23,6 +23,8 @@ class GatewayMetrics:
     """The gateway's own metrics, on a registry of its own (several gateways may share a process in tests)."""
 
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    # The gateway's config name: every sample gets it as its `node` label, as every service's do.
+    node: str = ""
 
     def __post_init__(self) -> None:
         ProcessCollector(registry=self.registry)
@@ -36,9 +38,29 @@ class GatewayMetrics:
         self.sessions = Gauge("meshmq_gateway_sessions", "Open console sessions and API tokens",
                               registry=self.registry)
 
+    def exposition(self, names: list[str] | None = None) -> bytes:
+        """The text exposition, every sample labelled `node` (and only `names`' series when given)."""
+        source = self.registry.restricted_registry(names) if names else self.registry
+        served = CollectorRegistry()
+        served.register(_Labelled(source, self.node))
+        return generate_latest(served)
+
     def count_logins(self, throttle: LoginThrottle) -> None:
         """Serve the log-in throttle's counts (read at scrape time, as the routers do)."""
         self.registry.register(_ThrottleCounts(throttle))
+
+
+class _Labelled:
+    """A registry's metrics with a `node` label put first on every sample."""
+
+    def __init__(self, source, node: str) -> None:
+        self._source = source
+        self._node = node
+
+    def collect(self):
+        for family in self._source.collect():
+            family.samples = [s._replace(labels={"node": self._node, **s.labels}) for s in family.samples]
+            yield family
 
 
 class _ThrottleCounts:
@@ -74,4 +96,4 @@ class GatewayState:
         history = History(config.gateway.history_interval / 1000, config.gateway.history_length / 1000)
         sampler = Sampler(gather, history, lambda: (who.metadata if (who := sessions.latest_viewer()) else ()))
         return cls(config=config, users=Users(config), sessions=sessions, directory=directory, gather=gather,
-                   operations=Operations(), metrics=GatewayMetrics(), sampler=sampler)
+                   operations=Operations(), metrics=GatewayMetrics(node=config.name), sampler=sampler)

@@ -1,13 +1,18 @@
 """What the gateway shows, gathered from the routers: one set of models and
 functions that both the REST API (as JSON) and the console (as HTML) use.
 
-A router that does not answer becomes a node marked down with the reason;
-its queues are simply missing from the lists, and the rest still shows.
+A router that does not answer becomes a node marked down with the reason.
+What it last showed stays (`LastKnown`): its node info marked stale with
+when it was last seen and since when it is down, its queues listed as
+unreachable with their last counts, its links marked stale — for as long as
+the directory remembers the node (directory.REMEMBER_S).
 """
 
 from __future__ import annotations
 
+import datetime
 import time
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel
@@ -56,6 +61,21 @@ class NodeView(BaseModel):
     # global-max-size in force (bytes) and the bytes of messages held in memory against it.
     global_max_size: int = 0
     memory_bytes: int = 0
+    # Alarms (docs/broker.md, "Alarms"): memory at global-max-size; disk used above
+    # max-disk-usage percent (-1 = no check), so producers are blocked; the last disk reading.
+    memory_alarm: bool = False
+    disk_alarm: bool = False
+    disk_alarm_reason: str = ""
+    max_disk_usage: int = 0
+    disk_used_percent: float = 0
+    disk_free_bytes: int = 0
+    journal_bytes: int = 0
+    # A node down that answered before: what it last showed (stale), when it was
+    # last seen and since when it is down (Unix seconds), and that in words.
+    stale: bool = False
+    last_seen: float = 0
+    down_since: float = 0
+    status: str = "up"
 
 
 class QueueView(BaseModel):
@@ -92,6 +112,9 @@ class QueueView(BaseModel):
     messages_expired: int
     # Sent to the dead-letter address.
     messages_dead_lettered: int
+    # False: its node is down, and these are the counts it last showed (at last_seen, Unix seconds).
+    reachable: bool = True
+    last_seen: float = 0
 
     def kind(self) -> str:
         """The queue's kind in Artemis's words ("last-value-key=k, exclusive"; "" if ordinary)."""
@@ -151,6 +174,8 @@ class BridgeView(BaseModel):
     demand_sent: int = 0
     demand_received: int = 0
     subscriptions: int = 0
+    # Its node is down: the link as it last showed it.
+    stale: bool = False
 
 
 class RemoteBindingView(BaseModel):
@@ -246,7 +271,7 @@ def node_view(reply: Reply) -> NodeView:
             base["name"] = err.node_name
         problem = (f"passive backup (live at {live})" if live else "passive backup (no live now)") if passive \
             else str(err)
-        return NodeView(up=False, problem=problem, live=live, **base)
+        return NodeView(up=False, problem=problem, live=live, status=f"down: {problem}", **base)
     info: mgpb.NodeInfo = reply.value
     base.update(name=info.name or base["name"], node_id=info.node_id, group_name=info.group_name or m.group_name)
     return NodeView(
@@ -255,7 +280,46 @@ def node_view(reply: Reply) -> NodeView:
         journal=info.journal, backup_connector=info.backup_connector, event_log_enabled=info.event_log_enabled,
         event_retention=info.event_retention, events_kept_from=info.events_kept_from,
         events_pruned=info.events_pruned, global_max_size=info.global_max_size, memory_bytes=info.memory_bytes,
-        **base)
+        memory_alarm=info.memory_alarm, disk_alarm=info.disk_alarm, disk_alarm_reason=info.disk_alarm_reason,
+        max_disk_usage=info.max_disk_usage, disk_used_percent=info.disk_used_percent,
+        disk_free_bytes=info.disk_free_bytes, journal_bytes=info.journal_bytes, last_seen=time.time(), **base)
+
+
+def down_words(since: float, now: float) -> str:
+    """"down since 2026-11-28 06:12:03 UTC (3 min ago)" (pure)."""
+    ago = max(0, int(now - since))
+    span = (f"{ago} s" if ago < 60 else f"{ago // 60} min" if ago < 3600
+            else f"{ago // 3600} h {ago % 3600 // 60} min")
+    stamp = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"down since {stamp} ({span} ago)"
+
+
+@dataclass
+class LastKnown:
+    """What one router (by connector) showed when it last answered."""
+
+    node: NodeView | None = None
+    queues: list[QueueView] = field(default_factory=list)
+    bridges: list[BridgeView] = field(default_factory=list)
+    seen_at: float = 0.0
+    # When the gateway first found it down after it answered (0: up).
+    down_since: float = 0.0
+
+    def stale_view(self, now_down: NodeView, now: float) -> NodeView:
+        """The node as it last showed, marked down with why (the raw error kept in `problem`)."""
+        if not self.down_since:
+            self.down_since = now
+        return self.node.model_copy(update=dict(
+            up=False, stale=True, problem=now_down.problem, uptime_s=0, last_seen=self.seen_at,
+            down_since=self.down_since, status=down_words(self.down_since, now), memory_alarm=False,
+            disk_alarm=False, connector=now_down.connector))
+
+    def stale_queues(self) -> list[QueueView]:
+        return [q.model_copy(update=dict(reachable=False, last_seen=self.seen_at)) for q in self.queues]
+
+    def stale_bridges(self) -> list[BridgeView]:
+        return [b.model_copy(update=dict(stale=True, state="unknown",
+                                         problem=f"node down; last seen {b.state}")) for b in self.bridges]
 
 
 def queue_view(node: str, q: mgpb.QueueInfo) -> QueueView:
@@ -330,6 +394,19 @@ class Gatherer:
 
     def __init__(self, directory: RouterDirectory) -> None:
         self.directory = directory
+        # By connector: what each router showed when it last answered (module docstring).
+        self._last: dict[str, LastKnown] = {}
+
+    def _remember(self, connector: str) -> LastKnown:
+        last = self._last.get(connector)
+        if last is None:
+            last = self._last[connector] = LastKnown()
+        return last
+
+    def _stale(self, views: list[NodeView]) -> list[LastKnown]:
+        """The last state of each node of `views` that is down but answered before."""
+        return [self._last[v.connector] for v in views
+                if not v.up and v.stale and v.connector in self._last]
 
     async def nodes(self, md) -> tuple[list[NodeView], list[Reply]]:
         """Every known router, then the backups the lives name that discovery does not
@@ -340,11 +417,20 @@ class Gatherer:
         if extra:
             replies += await self.directory.ask_all(md, lambda a: a.node_info(), [Member(c) for c in extra])
         views = [node_view(r) for r in replies]
-        for view, reply in zip(views, replies):
+        now = time.time()
+        for i, (view, reply) in enumerate(zip(views, replies)):
             if view.up or view.live:  # it answered, or named itself: show it (as down) if it goes
                 m = reply.member
                 self.directory.remember(Member(m.connector, name=view.name, node_id=view.node_id, role=m.role,
                                                group_name=view.group_name))
+            last = self._last.get(view.connector)
+            if view.up:
+                last = self._remember(view.connector)
+                last.node, last.seen_at, last.down_since = view, now, 0.0
+            elif last is not None and last.node is not None and not view.live:
+                views[i] = last.stale_view(view, now)
+        for connector in set(self._last) - {r.member.connector for r in replies}:
+            del self._last[connector]  # the directory forgot it (directory.REMEMBER_S)
         return views, replies
 
     async def _up(self, md) -> list[tuple[NodeView, Member]]:
@@ -356,9 +442,13 @@ class Gatherer:
         up = [(v, r.member) for v, r in zip(views, replies) if v.up]
         states = await self.directory.ask_all(md, lambda a: a.cluster_state(), [m for _, m in up])
         bridges = []
-        for (view, _), st in zip(up, states):
+        for (view, member), st in zip(up, states):
             if st.ok:
-                bridges.extend(bridge_view(view.name, b) for b in st.value.bridges)
+                mine = [bridge_view(view.name, b) for b in st.value.bridges]
+                self._remember(member.connector).bridges = mine
+                bridges.extend(mine)
+        for last in self._stale(views):
+            bridges.extend(last.stale_bridges())
         quorums, problem = await self.directory.quorums()
         return ClusterView(nodes=views, bridges=bridges, ha_groups=ha_groups(views), coordinator_problem=problem,
                            quorums=[QuorumView(coordination_id=q.coordination_id, epoch=q.sequence, holder=q.holder,
@@ -366,9 +456,29 @@ class Gatherer:
                                     for q in quorums])
 
     async def queues(self, md, node: str | None = None) -> list[QueueView]:
-        up = [(v, m) for v, m in await self._up(md) if node is None or v.name == node]
-        replies = await self.directory.ask_all(md, lambda a: a.list_queues(), [m for _, m in up])
-        return [queue_view(v.name, q) for (v, _), r in zip(up, replies) if r.ok for q in r.value]
+        """Every queue of every node that answers, then those of nodes down that answered
+        before, as they last showed them (reachable False)."""
+        views, replies = await self.nodes(md)
+        up = [(v, r.member) for v, r in zip(views, replies) if v.up and (node is None or v.name == node)]
+        answers = await self.directory.ask_all(md, lambda a: a.list_queues(), [m for _, m in up])
+        found = []
+        for (view, member), r in zip(up, answers):
+            if r.ok:
+                mine = [queue_view(view.name, q) for q in r.value]
+                self._remember(member.connector).queues = mine
+                found.extend(mine)
+        for last in self._stale([v for v in views if node is None or v.name == node]):
+            found.extend(last.stale_queues())
+        return found
+
+    async def last_detail(self, md, node: str) -> tuple[NodeView, list[QueueView], list[BridgeView]] | None:
+        """A node down that answered before: what it last showed (None if it never answered)."""
+        views, _ = await self.nodes(md)
+        for view in views:
+            if (view.name == node or view.connector == node) and view.stale:
+                last = self._last[view.connector]
+                return view, last.stale_queues(), last.stale_bridges()
+        return None
 
     async def addresses(self, md, node: str | None = None) -> list[AddressView]:
         up = [(v, m) for v, m in await self._up(md) if node is None or v.name == node]

@@ -108,7 +108,7 @@ def fill(node: RouterNode, fam: Families) -> None:
                     address=a.name)
     _logins(node, fam)
     _bridges(node, fam)
-    link_metrics([*node.cluster.bridges.values(), *node.network.links.values()], fam)
+    link_metrics([*node.cluster.links(), *node.network.links.values()], fam)
     batcher = b.batcher
     if batcher is not None:
         fam.counter("meshmq_journal_appends_total", "Group-commit appends the router's journal answered.",
@@ -162,8 +162,10 @@ def _logins(node: RouterNode, fam: Families) -> None:
 def _bridges(node: RouterNode, fam: Families) -> None:
     """Cluster bridges (cluster connections), by cluster connection and the
     endpoint they link to; kept as they were for the dashboards that read
-    them (meshmq_link_* is the general family, every kind of link)."""
-    for bridge in node.cluster.bridges.values():
+    them (meshmq_link_* is the general family, every kind of link). A bridge
+    to a node that left the discovery group stays, connected 0, until it
+    comes back (cluster/manager.py)."""
+    for bridge in node.cluster.links():
         labels = {"cluster_connection": bridge.cc_name, "endpoint": bridge.endpoint}
         fam.gauge("meshmq_bridge_connected", "1 while the bridge's link to the other node is up.",
                   int(bridge.state == CONNECTED), **labels)

@@ -210,7 +210,7 @@ class RouterNode:
         add_servicer(self.server, self.sessions, bpb.DESCRIPTOR.services_by_name["Broker"])
         add_servicer(
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
-                                            bridges=lambda: [*self.cluster.bridges.values(), *self.network.links.values()],
+                                            bridges=lambda: [*self.cluster.links(), *self.network.links.values()],
                                             ha_policy=self.config.ha_role, ha_group=self.config.ha_group,
                                             backup=lambda: self.backup_connector, event_log=self.event_log),
             mgpb.DESCRIPTOR.services_by_name["Management"],

@@ -5,6 +5,7 @@ tests/deploy/test_compose_up.py brings the stack up for real."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -20,9 +21,11 @@ COMPOSE = ROOT / "deploy" / "docker-compose.yml"
 LOCAL = ROOT / "deploy" / "local" / "symmetric-3.yaml"
 DOCKERFILE = ROOT / "Dockerfile"
 
-# What the compose file has beyond the local example: the database of n1's
-# shared store, n1's backup, the gateway and the one-shot Spark report.
-EXTRAS = {"postgres": "postgres", "n1-backup": "router", "gateway": "gateway", "report": "report"}
+# What the compose file has beyond the local example: the database of n1's, n1's backup, the gateway and the one-shot Spark report.
+# shared store, n1's backup, the gateway, the one-shot Spark report, and, on request
+# (profiles), Prometheus and Grafana (deploy/monitoring/).
+EXTRAS = {"postgres": "postgres", "n1-backup": "router", "gateway": "gateway", "report": "report",
+          "prometheus": "prometheus", "grafana": "grafana"}
 
 
 def compose() -> dict:
@@ -37,6 +40,10 @@ def role_of(service: dict) -> str:
         assert command[0] == "etcd"
     elif role == "postgres":
         assert service["build"]["target"] == "postgres" and command is None  # the image's own entrypoint
+    elif role == "prometheus":
+        assert service["build"]["target"] == "prometheus" and command is None and service["profiles"] == ["monitoring"]
+    elif role == "grafana":
+        assert "build" not in service and service["profiles"] == ["grafana"]  # Debian has no Grafana: a registry image
     elif role == "report":
         assert command[:3] == ["meshmq", "analytics", "report"], command
     else:
@@ -116,7 +123,7 @@ def test_every_meshmq_service_writes_security_off_out_since_it_listens_beyond_lo
     security off has to be written, or the service refuses to start."""
     for name, service in compose()["services"].items():
         role = role_of(service)
-        if role in ("etcd", "postgres", "report"):
+        if role in ("etcd", "postgres", "report", "prometheus", "grafana"):
             continue
         config = node_config(service)
         assert "security_enabled" in config.model_fields_set and not config.security_enabled, name
@@ -148,14 +155,40 @@ def test_only_keys_compose_v2_and_docker_compose_1_29_both_know():
     targets = set(re.findall(r"^FROM \S+ AS (\S+)$", DOCKERFILE.read_text(), flags=re.M))
     for name, service in doc["services"].items():
         assert not {"configs", "secrets"} & service.keys(), name
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                assert (COMPOSE.parent / source).exists(), f"{name}: {source} is missing"
+        if name == "grafana":  # the one service from a registry image (Debian ships no Grafana)
+            continue
         build = service["build"]
         assert not {"dockerfile_inline", "secrets", "additional_contexts"} & build.keys(), name
         assert (build["context"], build["dockerfile"], build["network"]) == ("..", "Dockerfile", "host"), name
         assert build["target"] in targets, name
         assert build["args"]["BASE_IMAGE"].startswith("${BASE_IMAGE:-"), name
-        for volume in service.get("volumes", []):
-            source = volume.split(":")[0]
-            if source.startswith("./"):
-                assert (COMPOSE.parent / source).is_file(), f"{name}: {source} is missing"
     # each optional part is a profile
-    assert {n: s["profiles"] for n, s in doc["services"].items() if s.get("profiles")} == {"report": ["report"]}
+    assert {n: s["profiles"] for n, s in doc["services"].items() if s.get("profiles")} == {
+        "report": ["report"], "prometheus": ["monitoring"], "grafana": ["grafana"]}
+
+
+def test_prometheus_scrapes_every_router_and_the_gateway_and_its_rules_use_documented_metrics():
+    """deploy/monitoring/: Prometheus's targets are the compose routers' metrics
+    endpoints and the gateway; every meshmq_ series the rules and the Grafana
+    dashboard use is one docs/metrics.md lists."""
+    services = compose()["services"]
+    monitoring = COMPOSE.parent / "monitoring"
+    prometheus = yaml.safe_load((monitoring / "prometheus.yml").read_text())
+    targets = {t for job in prometheus["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]}
+    routers = {f"{n}:{node_config(s).metrics.port}" for n, s in services.items() if role_of(s) == "router"}
+    assert targets == routers | {"gateway:8161"}
+    assert all(node_config(s).metrics.enabled for s in services.values() if role_of(s) == "router")
+    rules = yaml.safe_load((monitoring / "meshmq-rules.yml").read_text())
+    exprs = [r["expr"] for g in rules["groups"] for r in g["rules"]]
+    assert all(r["annotations"]["summary"] for g in rules["groups"] for r in g["rules"])
+    dashboard = json.loads((monitoring / "grafana" / "dashboards" / "meshmq.json").read_text())
+    exprs += [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    documented = (ROOT / "docs" / "metrics.md").read_text()
+    used = {m for e in exprs for m in re.findall(r"meshmq_[a-z_]+", e)}
+    base = {re.sub(r"_(bucket|sum|count)$", "", m) for m in used}
+    missing = sorted(m for m in base if f"`{m}`" not in documented and f"`{m.removesuffix('_total')}`" not in documented)
+    assert not missing, f"not in docs/metrics.md: {missing}"

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("meshmq.cluster")
 
 CONNECTING, CONNECTED, RETRYING, DOWN, SELF, STOPPED = "connecting", "connected", "retrying", "down", "self", "stopped"
+# A bridge to a node that left the discovery group, kept for its state and metrics (cluster/manager.py).
+DEPARTED = "departed"
 
 
 def gives_up(failed: int, ever_connected: bool, initial_connect_attempts: int, reconnect_attempts: int) -> bool:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from meshmq.config.models import BrokerConfig
 from meshmq.v1 import cluster_pb2 as cpb
 
-from .bridge import CONNECTED, Bridge
+from .bridge import CONNECTED, DEPARTED, Bridge
 from .grouping import LocalNode
 from .link_identity import LinkIdentity, link_identity
 
@@ -32,6 +33,10 @@ class ClusterConnections:
         self.config = config
         self.broker = broker
         self.bridges: dict[tuple[str, str], Bridge] = {}  # (cluster connection, endpoint) -> bridge
+        # Bridges to nodes that left the discovery group (killed: their lease lapsed), stopped, kept
+        # until the node comes back so their state and metric series stay (meshmq_bridge_connected 0):
+        # an alert on a lost link must not clear because the node's lease did.
+        self.departed: dict[tuple[str, str], Bridge] = {}
         self._tasks: list[asyncio.Task] = []
         self._watchers: list[TopologyWatcher] = []
         self._apis: list = []
@@ -61,6 +66,7 @@ class ClusterConnections:
     def _link(self, cc_name: str, endpoint: str) -> Bridge | None:
         if endpoint in self._own or (cc_name, endpoint) in self.bridges:
             return None
+        self.departed.pop((cc_name, endpoint), None)
         bridge = Bridge(self.broker, cc_name, self.config.cluster_connections[cc_name], endpoint,
                         identity=self._identity, node_name=self.config.name,
                         on_members=self._learned)
@@ -131,6 +137,14 @@ class ClusterConnections:
         if bridge is not None:
             log.info("cluster connection %s: %s left the discovery group; link closed", cc_name, endpoint)
             await bridge.stop()
+            bridge.state = DEPARTED
+            bridge.problem = (f"left the discovery group at {time.strftime('%Y-%m-%d %H:%M:%S')}"
+                              + (f"; {bridge.problem}" if bridge.problem else ""))
+            self.departed[(cc_name, endpoint)] = bridge
+
+    def links(self) -> list[Bridge]:
+        """Every cluster bridge, those to departed nodes last (state DEPARTED)."""
+        return [*self.bridges.values(), *self.departed.values()]
 
     async def _follow(self, cc_name: str, group_ref: str) -> None:
         """Keep one link per node of the discovery group."""
