@@ -3,7 +3,8 @@
 #   - Debian packages: python3-venv (if venv is missing), openssl;
 #     with --test also PostgreSQL's server binaries (scripts/ensure_postgres.sh)
 #     and etcd (scripts/ensure_etcd.sh), Java 17 and the JDBC driver jars for
-#     Spark (scripts/ensure_spark.sh), chromium for the console's browser test
+#     Spark (scripts/ensure_spark.sh), chromium for the console's browser test,
+#     Prometheus for the alert rules' test
 #   - a virtualenv in .venv with meshmq installed in editable mode
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
@@ -59,4 +60,6 @@ if [[ $want_test -eq 1 ]]; then
     bash scripts/ensure_spark.sh
     # The console's browser test drives Debian's chromium (Playwright never downloads a browser here).
     command -v chromium >/dev/null 2>&1 || apt_install_missing chromium
+    # The alert rules in deploy/monitoring/ are checked by Debian's Prometheus (tests/metrics/test_alert_rules.py).
+    command -v prometheus >/dev/null 2>&1 || apt_install_missing prometheus
 fi

@@ -162,3 +162,36 @@ async def test_a_fail_address_refuses_sends_during_the_disk_alarm_naming_the_dis
         await admin.set_max_disk_usage(-1)
         await p.send(b"taken", routing_type="anycast")
         assert (await admin.queue(q)).message_count == 1
+
+
+@pytest.mark.integration
+async def test_the_memory_alarm_is_raised_at_global_max_size_and_clears_as_the_queue_drains(nodes) -> None:
+    node = nodes.router("memfull", extra=METRICS + "global-max-size: 20K\n")
+    url = node.info["metrics"]
+    q = uniq("deep")
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        p = await s.create_producer(q)
+        for i in range(50):
+            await p.send_async(b"x" * 1024, routing_type="anycast")
+        await p.flush()
+        now = await scrape(url)
+        assert now.get("meshmq_router_memory_alarm") == 1
+        assert now.get("meshmq_router_memory_bytes") >= now.get("meshmq_router_memory_limit_bytes") == 20 * 1024
+        info = await conn.admin.node_info()
+        assert info.memory_alarm and not info.disk_alarm
+        c = await s.create_consumer(q)
+        got = 0
+        while got < 50:
+            batch = await c.receive_batch(50, timeout=10)
+            assert batch, f"only {got} of 50 came back"
+            for m in batch:
+                m.ack()
+            got += len(batch)
+
+        async def cleared():
+            now = await scrape(url)
+            return now if now.get("meshmq_router_memory_alarm") == 0 else None
+
+        await eventually(cleared, 30, "the memory alarm to clear")
+        assert not (await conn.admin.node_info()).memory_alarm
