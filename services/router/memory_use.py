@@ -104,9 +104,14 @@ class MemoryUse:
                 continue
             if addr.max_bytes < 0:
                 self.resolve_limits(addr)
-            if (addr.blocks or (self.disk_full and not addr.refuses)) and self.full(addr):
+            if self._blocks(addr):
                 return addr
         return None
+
+    def _blocks(self, addr: Address) -> bool:
+        """Whether sends to `addr` wait: it is full with policy BLOCK, or the disk alarm holds
+        every address that does not refuse (PAGE would write to the full disk)."""
+        return (addr.blocks or (self.disk_full and not addr.refuses)) and self.full(addr)
 
     @property
     def memory_alarm(self) -> bool:
@@ -146,9 +151,10 @@ class MemoryUse:
         waiters.append(callback)
 
     def _room_made(self) -> None:
-        """Memory was freed while some address blocks: wake the waiters of those with room."""
+        """Memory was freed (or the disk alarm cleared) while some address blocks: wake the
+        waiters of those that no longer block."""
         loop = asyncio.get_running_loop()
-        for addr in [a for a in self._waiting_for_room if not self.full(a)]:
+        for addr in [a for a in self._waiting_for_room if not self._blocks(a)]:
             log.info("unblocking message production on address %s", addr.name)
             for callback in self._waiting_for_room.pop(addr):
                 loop.call_soon(callback)

@@ -195,3 +195,27 @@ async def test_the_memory_alarm_is_raised_at_global_max_size_and_clears_as_the_q
 
         await eventually(cleared, 30, "the memory alarm to clear")
         assert not (await conn.admin.node_info()).memory_alarm
+
+
+@pytest.mark.integration
+async def test_a_send_held_by_the_disk_alarm_goes_when_it_clears_even_with_memory_still_full(nodes) -> None:
+    # A PAGE address with the node at global-max-size pages; the disk alarm blocks it; clearing
+    # the alarm alone must let the held send go (paged), memory being still full.
+    node = nodes.router("bothfull", extra=METRICS + "global-max-size: 20K\nmax-disk-usage: 99\n")
+    q = uniq("paged")
+    async with await connect(node.url) as conn:
+        admin = conn.admin
+        p = await (await conn.session()).create_producer(q)
+        for i in range(50):
+            await p.send_async(b"x" * 1024, routing_type="anycast")
+        await p.flush()
+        assert (await admin.node_info()).memory_alarm
+        assert (await admin.set_max_disk_usage(0)).disk_alarm
+        send = asyncio.ensure_future(p.send(b"held", routing_type="anycast"))
+        done, _ = await asyncio.wait({send}, timeout=1.0)
+        assert not done, "a send was confirmed while the disk was in alarm"
+        info = await admin.set_max_disk_usage(99)
+        assert not info.disk_alarm and info.memory_alarm
+        await eventually(lambda: _done(send), 10, "the held send to be confirmed")
+        send.result()
+        assert (await admin.queue(q)).message_count == 51
