@@ -75,6 +75,8 @@ def fill(node: RouterNode, fam: Families) -> None:
     b = node.broker
     fam.gauge("meshmq_router_active", "1 while this router serves its store (0: a backup waiting for it).", 1)
     fam.gauge("meshmq_router_epoch", "The activation epoch the router writes its journal at (fencing).", b.epoch)
+    fam.gauge("meshmq_router_start_timestamp_seconds", "Unix time the router started serving its store "
+              "(activated; a backup's is when it took over).", b.started_at / 1000)
     sessions = node.sessions.sessions.values()
     fam.gauge("meshmq_router_sessions", "Client sessions open on the router.", len(sessions))
     fam.gauge("meshmq_router_connections", "Client connections open on the router (distinct client "

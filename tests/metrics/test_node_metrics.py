@@ -83,6 +83,8 @@ async def test_node_totals_connections_producers_and_routed_per_address(nodes) -
         assert 0 < now.get("meshmq_router_disk_used_percent") < 100
         assert now.get("meshmq_router_disk_max_usage_percent") == 90
         assert now.get("meshmq_router_disk_scan_timestamp_seconds") > 1.7e9
+        assert 1.7e9 < now.get("meshmq_router_start_timestamp_seconds") <= now.get(
+            "meshmq_router_disk_scan_timestamp_seconds")
         assert "meshmq_journal_events_kept_from_timestamp_seconds" in now.families
 
 
