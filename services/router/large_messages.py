@@ -18,7 +18,6 @@ from typing import Protocol
 
 from meshmq.errors import BrokerError, Reason
 from meshmq.message_limits import MAX_LARGE_BODY_BYTES
-from meshmq.security.authorization import Permission
 from meshmq.v1 import messages_pb2 as mpb
 
 from .access import Access
@@ -74,9 +73,7 @@ class LargeMessageReceiver:
             if m.body_size > MAX_LARGE_BODY_BYTES:  # refused now, not after waiting for chunks that never come
                 raise BrokerError(Reason.INVALID_REQUEST, f"large message announces a body of {m.body_size} bytes; "
                                                           f"the limit is {MAX_LARGE_BODY_BYTES}")
-            if access is not None:
-                access.check(Permission.SEND, m.address or default_address)
-            msg, claim = self.broker.sender.accept(m, default_address, user)
+            msg, claim = self.broker.sender.accept(default_address, user, access, m, large=True)
         except BrokerError:
             self.current = LargeUpload(producer_id, batch_id, None, None)  # swallow its chunks
             raise

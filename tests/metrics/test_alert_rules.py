@@ -57,7 +57,7 @@ scrape_configs:
             async def firing():
                 try:
                     alerts = (await client.get("/api/v1/alerts")).json()["data"]["alerts"]
-                except httpx.HTTPError:
+                except (httpx.HTTPError, ValueError):  # not up yet, or not ready (a text answer)
                     return None
                 mine = [a for a in alerts if a["labels"]["alertname"] == "MeshmqDiskAlarm" and a["state"] == "firing"]
                 return mine or None
