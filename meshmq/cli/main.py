@@ -13,6 +13,7 @@ from meshmq.cli.cluster import cluster
 from meshmq.cli.common import fail, run_coroutine
 from meshmq.cli.perf import perf
 from meshmq.cli.security import certs, user
+from meshmq.cli.verify import verify
 from meshmq.config import defaults
 from meshmq.config.loader import ConfigError, default_dev_config_yaml, effective_config_yaml, load_config, load_config_text
 
@@ -624,6 +625,7 @@ main.add_command(analytics)
 main.add_command(cluster)
 main.add_command(user)
 main.add_command(certs)
+main.add_command(verify)
 
 if __name__ == "__main__":
     main()

@@ -18,7 +18,7 @@ from meshmq import __version__
 from meshmq.config.models import BrokerConfig
 from meshmq.metrics_access import ScrapeAccess
 
-from . import api, api_docs, console, problems, rates
+from . import api, api_docs, console, problems, rates, verify_runs
 from .body_limit import BodyLimit
 from .paths import RawPathRouting
 from .state import GatewayState
@@ -66,6 +66,8 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
     api_docs.install(app)
     app.include_router(rates.router)
     app.include_router(console.router)
+    app.include_router(verify_runs.router)
+    app.include_router(verify_runs.page_router)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
     gw.metrics.sessions.set_function(gw.sessions.count)
     gw.metrics.count_logins(gw.users.throttle)

@@ -16,6 +16,7 @@ from .directory import RouterDirectory
 from .history import History, Sampler
 from .operations import Operations
 from .views import Gatherer
+from .verify_store import VerifyRuns
 
 
 @dataclass
@@ -87,6 +88,8 @@ class GatewayState:
     operations: Operations
     metrics: GatewayMetrics
     sampler: Sampler
+    # The last `meshmq verify` reports posted here (verify_runs.py).
+    verify_runs: VerifyRuns = field(default_factory=VerifyRuns)
 
     @classmethod
     def build(cls, config: BrokerConfig) -> GatewayState:
