@@ -106,3 +106,47 @@ async def test_verify_reports_what_a_rogue_consumer_took_as_lost_and_injected_co
     assert verify_id(run_id, 7, 99) in report.ids["unexpected"]
     assert any("without verify properties" in i for i in report.ids["unexpected"])
     assert report.received == report.confirmed - 5
+
+
+async def test_verify_reports_a_stored_message_deleted_while_its_node_was_stopped_as_lost(launched):
+    """The fault here is the test's own: stop n2, delete the oldest message row of the verify queue
+    from its SQLite journal (docs/journal-schema.md), start it again. The queue is paused on n2 first,
+    so what reaches it stays in the store until the restart (a pause is not stored: the restart ends it)."""
+    import sqlite3
+
+    from meshmq.v1 import messages_pb2 as mpb
+
+    run, state = await up(launched)
+    cluster = LocalCluster.attach(run)
+    n2 = state.node("n2")
+    queue = "verify.store"
+    async with await connect(f"meshmq://{n2.endpoint}?useTopologyForLoadBalancing=false") as conn:
+        await conn.admin.create_queue(queue, address=queue)
+        await conn.admin.pause_queue(queue)
+    deleted: list[str] = []
+
+    class DeleteStoredRow:
+        kind, target = "delete a stored row", "n2"
+
+        async def inject(self) -> str:
+            await cluster.stop_process("n2", timeout=10)
+            with sqlite3.connect(Path(n2.data_directory) / "journal.db") as sql:
+                [queue_id] = sql.execute("SELECT queue_id FROM queues WHERE name = ?", (queue,)).fetchone()
+                message_id, data = sql.execute("SELECT message_id, data FROM messages WHERE queue_id = ? "
+                                               "ORDER BY message_id LIMIT 1", (queue_id,)).fetchone()
+                sql.execute("DELETE FROM messages WHERE message_id = ?", (message_id,))
+            deleted.append(mpb.Message.FromString(data).duplicate_id)
+            return f"deleted message {message_id}"
+
+        async def heal(self) -> str:
+            record = await cluster.start_process("n2", timeout=60)
+            return f"started again (pid {record.pid})"
+
+    verifier = Verifier(VerifyOptions(url=state.url, queue=queue, duration=4, every=3, down_for=0.1, producers=2,
+                                      rate=100, drain_timeout=40), faults=[DeleteStoredRow()])
+    report = await verifier.run()
+    assert len(deleted) == 1 and deleted[0].startswith(verifier.options.run_id)
+    assert report.ids["lost"] == deleted and report.lost == 1
+    assert report.duplicated == 0 and report.unexpected == 0 and not report.passed
+    assert [(f.fault, f.action) for f in report.faults] == [("delete a stored row", "inject"),
+                                                           ("delete a stored row", "heal")]
