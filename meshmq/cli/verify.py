@@ -132,10 +132,10 @@ def _publish(report, gateway, token, lc, url) -> None:
         return
     options = parse_uri(url).options
     username, password = options.username, options.password
-    if not token and not username and lc is not None and lc.state.gateway is not None:
-        username, password = _gateway_login(lc)
     trust = os.environ.get("SSL_CERT_FILE") or (lc.state.trust_store if lc is not None else "") or True
     try:
+        if not token and not username and lc is not None and lc.state.gateway is not None:
+            username, password = _gateway_login(lc)
         where = post_report(gateway, report.to_dict(max_ids=POSTED_IDS), token=token or "", username=username,
                             password=password, verify_tls=trust)
     except Exception as exc:  # the check is done: a gateway that cannot take it is a warning

@@ -200,6 +200,10 @@ class Verifier:
                         properties={RUN_PROPERTY: o.run_id, PRODUCER_PROPERTY: index, SEQ_PROPERTY: seq})
                 except (UnblockedError, ConnectionFailedError):
                     sent[key] = IN_DOUBT
+                except MeshMQError as exc:  # refused before it was sent (e.g. the address is full)
+                    sent[key] = REFUSED
+                    self._problem(f"producer {index}: {exc}")
+                    await asyncio.sleep(0.1)
                 else:
                     fut.add_done_callback(lambda f, key=key: settle(key, f))
                     waiting.append(fut)
@@ -225,7 +229,7 @@ class Verifier:
             try:
                 conn = await connect(uri)
             except MeshMQError as exc:
-                self.ledger.problems.append(f"consumer {index}: {exc}")
+                self._problem(f"consumer {index}: {exc}")
                 await asyncio.sleep(0.5)
                 continue
             try:
@@ -237,18 +241,26 @@ class Verifier:
                         continue
                     for m in batch:
                         m.ack()
+                    failure: MeshMQError | None = None
                     try:
                         await session.commit()
-                        committed = True
-                    except (TransactionRolledBackError, UnblockedError, ConnectionFailedError):
-                        committed = False
-                    self.ledger.receipts.extend(self._receipt(index, m, committed) for m in batch)
+                    except MeshMQError as exc:  # rolled back, or in doubt: either way not a confirmed consume
+                        failure = exc
+                    self.ledger.receipts.extend(self._receipt(index, m, failure is None) for m in batch)
+                    if failure is not None and not isinstance(
+                            failure, (TransactionRolledBackError, UnblockedError, ConnectionFailedError)):
+                        raise failure
                 return
             except MeshMQError as exc:
                 log.info("verify consumer %d starts again: %s", index, exc)
                 await asyncio.sleep(0.2)
             finally:
                 await conn.close()
+
+    def _problem(self, text: str) -> None:
+        """A problem worth reporting, once."""
+        if text not in self.ledger.problems:
+            self.ledger.problems.append(text)
 
     @staticmethod
     def _receipt(consumer: int, m, committed: bool) -> Receipt:
