@@ -426,6 +426,15 @@ class Admin:
     async def list_consumers(self, queue: str = "") -> list[mgpb.ConsumerInfo]:
         return list((await self._call(self._stub.ListConsumers, mgpb.ListConsumersRequest(queue=queue))).consumers)
 
+    async def list_connections(self) -> list[mgpb.ConnectionInfo]:
+        """The node's client connections, each with its sessions, producers and consumers."""
+        return list((await self._call(self._stub.ListConnections, mgpb.ListConnectionsRequest())).connections)
+
+    async def close_connection(self, connection_id: str) -> int:
+        """End every session of one connection (the client sees it fail); how many sessions."""
+        resp = await self._call(self._stub.CloseConnection, mgpb.CloseConnectionRequest(connection_id=connection_id))
+        return resp.sessions_closed
+
     async def create_queue(
         self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
         last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,

@@ -525,3 +525,75 @@ class SetMaxDiskUsageRequest(_message.Message):
     MAX_DISK_USAGE_FIELD_NUMBER: _ClassVar[int]
     max_disk_usage: int
     def __init__(self, max_disk_usage: _Optional[int] = ...) -> None: ...
+
+class ListConnectionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ConnectionSession(_message.Message):
+    __slots__ = ("session_id", "client_id", "producers", "consumers", "credits", "in_flight", "transacted", "since")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCERS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTED_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    client_id: str
+    producers: int
+    consumers: int
+    credits: int
+    in_flight: int
+    transacted: bool
+    since: int
+    def __init__(self, session_id: _Optional[str] = ..., client_id: _Optional[str] = ..., producers: _Optional[int] = ..., consumers: _Optional[int] = ..., credits: _Optional[int] = ..., in_flight: _Optional[int] = ..., transacted: _Optional[bool] = ..., since: _Optional[int] = ...) -> None: ...
+
+class ConnectionInfo(_message.Message):
+    __slots__ = ("connection_id", "client_address", "user", "node_id", "node_name", "client_id", "session_count", "producers", "consumers", "credits", "in_flight", "since", "sessions")
+    CONNECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    USER_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_NAME_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PRODUCERS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    CREDITS_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    connection_id: str
+    client_address: str
+    user: str
+    node_id: str
+    node_name: str
+    client_id: str
+    session_count: int
+    producers: int
+    consumers: int
+    credits: int
+    in_flight: int
+    since: int
+    sessions: _containers.RepeatedCompositeFieldContainer[ConnectionSession]
+    def __init__(self, connection_id: _Optional[str] = ..., client_address: _Optional[str] = ..., user: _Optional[str] = ..., node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., client_id: _Optional[str] = ..., session_count: _Optional[int] = ..., producers: _Optional[int] = ..., consumers: _Optional[int] = ..., credits: _Optional[int] = ..., in_flight: _Optional[int] = ..., since: _Optional[int] = ..., sessions: _Optional[_Iterable[_Union[ConnectionSession, _Mapping]]] = ...) -> None: ...
+
+class ListConnectionsResponse(_message.Message):
+    __slots__ = ("connections",)
+    CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+    connections: _containers.RepeatedCompositeFieldContainer[ConnectionInfo]
+    def __init__(self, connections: _Optional[_Iterable[_Union[ConnectionInfo, _Mapping]]] = ...) -> None: ...
+
+class CloseConnectionRequest(_message.Message):
+    __slots__ = ("connection_id",)
+    CONNECTION_ID_FIELD_NUMBER: _ClassVar[int]
+    connection_id: str
+    def __init__(self, connection_id: _Optional[str] = ...) -> None: ...
+
+class CloseConnectionResponse(_message.Message):
+    __slots__ = ("sessions_closed",)
+    SESSIONS_CLOSED_FIELD_NUMBER: _ClassVar[int]
+    sessions_closed: int
+    def __init__(self, sessions_closed: _Optional[int] = ...) -> None: ...

@@ -129,6 +129,16 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.SetMaxDiskUsageRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.NodeInfo.FromString,
                 _registered_method=True)
+        self.ListConnections = channel.unary_unary(
+                '/meshmq.v1.Management/ListConnections',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.ListConnectionsRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.ListConnectionsResponse.FromString,
+                _registered_method=True)
+        self.CloseConnection = channel.unary_unary(
+                '/meshmq.v1.Management/CloseConnection',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionResponse.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -264,6 +274,22 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListConnections(self, request, context):
+        """The client connections on this node (a client's gRPC channel: its sessions
+        from one address and user), with their sessions, producers and consumers.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseConnection(self, request, context):
+        """End every session of one connection with CONNECTION_FAILED: the client sees
+        its connection fail and, with failover, reconnects.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -361,6 +387,16 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.SetMaxDiskUsage,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.SetMaxDiskUsageRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.NodeInfo.SerializeToString,
+            ),
+            'ListConnections': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConnections,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.ListConnectionsRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.ListConnectionsResponse.SerializeToString,
+            ),
+            'CloseConnection': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseConnection,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -876,6 +912,60 @@ class Management:
             '/meshmq.v1.Management/SetMaxDiskUsage',
             meshmq_dot_v1_dot_management__pb2.SetMaxDiskUsageRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.NodeInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConnections(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/ListConnections',
+            meshmq_dot_v1_dot_management__pb2.ListConnectionsRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.ListConnectionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseConnection(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/CloseConnection',
+            meshmq_dot_v1_dot_management__pb2.CloseConnectionRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.CloseConnectionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -20,7 +20,7 @@ from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 from meshmq.v1 import messages_pb2 as mpb
 
-from . import browsing, message_moves
+from . import browsing, connections, message_moves
 from .access import access_for, log_refusal
 from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
@@ -150,8 +150,10 @@ class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
                  authorizer: Authorizer | None = None, *, event_log: EventLogStatus,
                  bridges: Callable[[], Iterable] = tuple, ha_policy: str = "live-only", ha_group: str = "",
-                 backup: Callable[[], str] = str) -> None:
+                 backup: Callable[[], str] = str, sessions: Callable[[], Iterable] = tuple) -> None:
         self.broker = broker
+        # The node's open client sessions (BrokerServicer.sessions), for ListConnections.
+        self._sessions = sessions
         self._event_log = event_log  # RouterNode's, kept up to date by the event retention
         # BrokerConfig.ha_role and ha_group, and where the node's backup waits, shown in NodeInfo.
         self._ha_policy = ha_policy
@@ -461,3 +463,17 @@ class ManagementServicer(mggrpc.ManagementServicer):
             lambda: [(Permission.MANAGE, self.broker.get_queue(request.name).address)],
             request.name,
         )
+
+    async def ListConnections(self, request, context):
+        b = self.broker
+        return await self._guard(context, lambda: mgpb.ListConnectionsResponse(
+            connections=connections.list_connections(self._sessions(), b.node_id, b.name)))
+
+    async def CloseConnection(self, request, context):
+        def run():
+            if not request.connection_id:
+                raise BrokerError(Reason.INVALID_REQUEST, "CloseConnection needs connection_id")
+            closed = connections.close_connection(self._sessions(), request.connection_id, self.broker.name)
+            return mgpb.CloseConnectionResponse(sessions_closed=closed)
+
+        return await self._guard(context, run, lambda: (_MANAGE,))

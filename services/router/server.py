@@ -45,6 +45,7 @@ from .slow_consumers import SlowConsumerReaper
 from .memory_release import MemoryRelease
 from .disk_usage import DiskScan
 from .requests import InvalidCommand, open_session, session_command
+from .queue import now_ms
 from .routing import ANYCAST, MULTICAST
 from .session import ServerSession
 from .client_topology import ClientTopology
@@ -80,6 +81,7 @@ class BrokerServicer(bgrpc.BrokerServicer):
             access_for(self.authorizer, user),
         )
         session.peer = context.peer() or ""
+        session.since = now_ms()
         self.sessions[session.id] = session
         session.send(
             bpb.SessionResponse(
@@ -100,6 +102,8 @@ class BrokerServicer(bgrpc.BrokerServicer):
             reader.cancel()
             session.close()
             self.sessions.pop(session.id, None)
+        if session.ended_by is not None:  # CloseConnection (connections.py)
+            await abort_with(context, session.ended_by)
 
     async def _read(self, session: ServerSession, it) -> None:
         try:
@@ -212,7 +216,8 @@ class RouterNode:
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,
                                             bridges=lambda: [*self.cluster.links(), *self.network.links.values()],
                                             ha_policy=self.config.ha_role, ha_group=self.config.ha_group,
-                                            backup=lambda: self.backup_connector, event_log=self.event_log),
+                                            backup=lambda: self.backup_connector, event_log=self.event_log,
+                                            sessions=lambda: list(self.sessions.sessions.values())),
             mgpb.DESCRIPTOR.services_by_name["Management"],
         )
         live_only = self.config.ha_policy.live_only

@@ -51,8 +51,11 @@ class ServerSession:
     # A delivery marked first of its group reaches the client with group-first-key
     # set (ServerConsumer.deliver_first); a cluster or network link forwards the message as stored.
     shows_group_first = True
-    # The client's address and port (gRPC's peer), set when a client opens the session.
+    # The client's address (the gRPC peer) and when the session opened (ms), set by
+    # BrokerServicer for ListConnections (connections.py); why management ended it, if it did.
     peer = ""
+    since = 0
+    ended_by: BrokerError | None = None
 
     def __init__(self, broker: Broker, session_id: str, client_id: str, transacted: bool, user: str,
                  access: Access | None = None) -> None:
