@@ -18,7 +18,7 @@ from meshmq import __version__
 from meshmq.config.models import BrokerConfig
 from meshmq.metrics_access import ScrapeAccess
 
-from . import api, api_docs, console, problems, rates, verify_runs
+from . import api, api_docs, connections, console, problems, rates, verify_runs
 from .body_limit import BodyLimit
 from .paths import RawPathRouting
 from .state import GatewayState
@@ -65,6 +65,7 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
     app.include_router(api.router)
     api_docs.install(app)
     app.include_router(rates.router)
+    app.include_router(connections.router)
     app.include_router(console.router)
     app.include_router(verify_runs.router)
     app.include_router(verify_runs.page_router)
