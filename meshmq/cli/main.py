@@ -11,6 +11,7 @@ from meshmq import __version__
 from meshmq.cli.analytics import analytics
 from meshmq.cli.cluster import cluster
 from meshmq.cli.common import fail, run_coroutine
+from meshmq.cli.connections import connection
 from meshmq.cli.perf import perf
 from meshmq.cli.security import certs, user
 from meshmq.cli.verify import verify
@@ -626,6 +627,7 @@ main.add_command(cluster)
 main.add_command(user)
 main.add_command(certs)
 main.add_command(verify)
+main.add_command(connection)
 
 if __name__ == "__main__":
     main()

@@ -28,6 +28,14 @@ from .views import (
 Name = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Selector = Annotated[str, Field(max_length=4096)]
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Deleting the routers' own store-and-forward queues and addresses would lose what the links carry.
+INTERNAL_REFUSAL = ("{name!r} is an internal {kind} ($.meshmq.*: a cluster link's store-and-forward): "
+                    "it is not deleted through the gateway; its link owns it")
+
+
+def refuse_internal(kind: str, name: str) -> None:
+    if name.startswith(INTERNAL_PREFIX):
+        raise HTTPException(409, INTERNAL_REFUSAL.format(kind=kind, name=name))
 
 
 def state(request: Request) -> GatewayState:
@@ -201,7 +209,9 @@ async def create_address(node: str, body: CreateAddressBody, gw: GW, who: Manage
 
 @router.delete(f"/nodes/{NODE}/addresses/{ADDRESS}", response_model=Removed, tags=["addresses"])
 async def delete_address(node: str, address: str, gw: GW, who: Manager, force: bool = False) -> Removed:
-    """Refused while the address has queues, unless `force` (its queues and their messages go too)."""
+    """Refused while the address has queues, unless `force` (its queues and their messages go too);
+    always for the internal `$.meshmq.*` store-and-forward addresses (409)."""
+    refuse_internal("address", address)
     _, admin = await _on_node(gw, who, node)
     return Removed(messages_removed=await admin.delete_address(address, force=force))
 
@@ -278,7 +288,9 @@ async def get_queue(node: str, queue: str, gw: GW, who: Viewer) -> QueueView:
 
 @router.delete(f"/nodes/{NODE}/queues/{QUEUE}", response_model=Removed, tags=["queues"])
 async def delete_queue(node: str, queue: str, gw: GW, who: Manager, force: bool = False) -> Removed:
-    """Refused while consumers are attached, unless `force` (they are closed)."""
+    """Refused while consumers are attached, unless `force` (they are closed); always for the
+    internal `$.meshmq.*` store-and-forward queues (409)."""
+    refuse_internal("queue", queue)
     _, admin = await _on_node(gw, who, node)
     return Removed(messages_removed=await admin.delete_queue(queue, force=force))
 

@@ -18,7 +18,7 @@ from meshmq import __version__
 from meshmq.config.models import BrokerConfig
 from meshmq.metrics_access import ScrapeAccess
 
-from . import api, api_docs, connections, console, problems, rates, verify_runs
+from . import api, api_docs, connections, console, console_connections, problems, rates, verify_runs
 from .body_limit import BodyLimit
 from .paths import RawPathRouting
 from .state import GatewayState
@@ -69,6 +69,7 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
     app.include_router(console.router)
     app.include_router(verify_runs.router)
     app.include_router(verify_runs.page_router)
+    app.include_router(console_connections.router)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
     gw.metrics.sessions.set_function(gw.sessions.count)
     gw.metrics.count_logins(gw.users.throttle)

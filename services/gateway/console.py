@@ -21,7 +21,9 @@ from fastapi.templating import Jinja2Templates
 from meshmq.errors import MeshMQError
 from meshmq.link_kinds import describe_kind
 
-from .api import node_detail, search_queues
+from meshmq.routing_names import INTERNAL_PREFIX
+
+from .api import INTERNAL_REFUSAL, node_detail, search_queues
 from .auth import (CSRF_FIELD, LOGIN_CSRF_COOKIE, SESSION_COOKIE, Identity, LoginRefused, client_address,
                    same_token)
 from .paths import ADDRESS, NODE, QUEUE, segment
@@ -45,14 +47,13 @@ def _when(ms: int) -> str:
 
 
 def _bytes(n: int) -> str:
-    """1536 -> "1.5 KiB"."""
+    """`n` bytes in binary units: "512 B", "12.3 MiB"."""
     value = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
-    return f"{n} bytes"
-
+    return f"{n} B"
 
 templates.env.filters["bytes"] = _bytes
 templates.env.filters["when_s"] = lambda s: _when(int(s * 1000))
@@ -188,6 +189,8 @@ async def create_address(request: Request, node: str) -> Response:
 @router.post(f"/nodes/{NODE}/addresses/{ADDRESS}/delete")
 async def delete_address(request: Request, node: str, address: str) -> Response:
     async def run(admin, form):
+        if address.startswith(INTERNAL_PREFIX):
+            raise ValueError(INTERNAL_REFUSAL.format(kind="address", name=address))
         await admin.delete_address(address, force=False)
         return f"address {address} deleted"
 
@@ -257,13 +260,22 @@ async def queue_page(request: Request, node: str, queue: str, offset: int = 0, f
         q = await admin.queue(queue)
         if q is None:
             return _page(request, "base.html", who, error=f"no queue named {queue!r} on node {view.name!r}")
-        page = await admin.browse(queue, offset=max(0, offset), limit=limit, filter=filter[:4096],
-                                  body_preview_bytes=256)
+        consumers = await admin.list_consumers(queue)
+        filter_error = ""
+        try:
+            page = await admin.browse(queue, offset=max(0, offset), limit=limit, filter=filter[:4096],
+                                      body_preview_bytes=256)
+            page_view = {"total": page.total, "messages": [message_view(m) for m in page.messages]}
+        except MeshMQError as exc:
+            if not filter:
+                raise
+            # A bad selector: said beside the filter box, the rest of the page as it is.
+            filter_error, page_view = str(exc), {"total": 0, "messages": []}
     except (NodeNotFound, NodeDown, MeshMQError) as exc:
         return _page(request, "base.html", who, error=str(exc))
-    page_view = {"total": page.total, "messages": [message_view(m) for m in page.messages]}
     return _page(request, "queue.html", who, node=view.name, queue=queue_view(view.name, q), page=page_view,
-                 offset=max(0, offset), limit=limit, filter=filter, operation=gw.operations.get(operation))
+                 offset=max(0, offset), limit=limit, filter=filter, operation=gw.operations.get(operation),
+                 consumers=consumers, filter_error=filter_error, internal=queue.startswith(INTERNAL_PREFIX))
 
 
 @router.get("/console/fragments/operations/{op_id}")
@@ -291,21 +303,34 @@ async def queue_action(request: Request, node: str, queue: str, action: str) -> 
             return "resumed"
         if action in ("move", "retry"):
             who = _who(request)
+            limit = _move_limit(form.get("limit", ""))
             def run_op(on_progress):
                 if action == "move":
                     return admin.move_messages(queue, form.get("to_queue", ""), filter=form.get("filter", ""),
-                                               on_progress=on_progress)
+                                               limit=limit, on_progress=on_progress)
                 return admin.retry_messages(queue, filter=form.get("filter", ""), on_progress=on_progress)
 
             op = await gw.operations.start(action, node, queue, who.username, run_op)
             # (A finished one speaks for itself, green only if it moved everything: operation.html.)
             return _back(page, operation=op.id, **({} if op.finished else {"done": f"{action} started"}))
         if action == "delete":
+            if queue.startswith(INTERNAL_PREFIX):
+                return _back(page, error=INTERNAL_REFUSAL.format(kind="queue", name=queue))
             removed = await admin.delete_queue(queue, force=form.get("force") == "true")
             return _back("/queues", done=f"queue {queue} deleted ({removed} messages removed)")
         return _back(page, error=f"unknown operation {action!r}")
 
     return await _operate(request, node, page, run)
+
+
+def _move_limit(text: str) -> int:
+    """The move form's limit: blank or 0 for every selected message; ValueError naming it otherwise."""
+    text = text.strip()
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise ValueError(f"move limit must be a whole number of messages (0 or blank: all), not {text!r}")
+    return int(text)
 
 
 async def _operate(request: Request, node: str, page: str, run, form: dict | None = None) -> Response:

@@ -90,6 +90,8 @@ async def test_the_console_shows_the_cluster_and_operates_a_queue(launched):
         expect(page.locator("#messages")).to_contain_text('{"order": 1}')
         expect(page.locator("#messages")).to_contain_text("region=eu")
         page.screenshot(path=str(ARTIFACTS / "4-browse.png"), full_page=True)
+        # Purge asks first (the browser's confirm, accepted here).
+        page.once("dialog", lambda d: d.accept())
         page.click("#purge")
         expect(page.locator(".flash")).to_contain_text("purged 1 messages")
         expect(page.locator("#message-count")).to_have_text("0")
