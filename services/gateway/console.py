@@ -55,6 +55,7 @@ def _bytes(n: int) -> str:
         value /= 1024
     return f"{n} B"
 
+
 templates.env.filters["bytes"] = _bytes
 templates.env.filters["when_s"] = lambda s: _when(int(s * 1000))
 templates.env.filters["duration"] = _duration
