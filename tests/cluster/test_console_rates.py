@@ -24,7 +24,6 @@ from tests.fixtures.nodes import eventually
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 ADDRESS = "rates.orders"
 SENT = 120
 
@@ -147,4 +146,4 @@ async def test_the_console_charts_the_rates_and_the_api_docs_work_offline(launch
                     browser.close()
 
         await asyncio.to_thread(session)
-    assert SCREENSHOT.stat().st_size > 10_000
+    assert (ARTIFACTS / "rates-overview.png").stat().st_size > 10_000
