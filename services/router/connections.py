@@ -26,6 +26,11 @@ def connection_id(peer: str, user: str) -> str:
     return hashlib.sha1(f"{peer}\0{user}".encode()).hexdigest()[:12]
 
 
+def count_connections(sessions: Iterable) -> int:
+    """How many connections the open `sessions` make (as list_connections groups them)."""
+    return len({(s.peer, s.user) for s in sessions if not s.closed})
+
+
 def session_summary(s) -> mgpb.ConnectionSession:
     consumers = [c for c in s.consumers.values() if not c.closed]
     return mgpb.ConnectionSession(

@@ -17,6 +17,7 @@ from meshmq.link_kinds import ACCEPTED, CLUSTER, DIALED
 from meshmq.metrics import Families
 
 from .cluster.bridge import CONNECTED
+from .connections import count_connections
 
 if TYPE_CHECKING:
     from .server import RouterNode
@@ -79,8 +80,8 @@ def fill(node: RouterNode, fam: Families) -> None:
               "(activated; a backup's is when it took over).", b.started_at / 1000)
     sessions = node.sessions.sessions.values()
     fam.gauge("meshmq_router_sessions", "Client sessions open on the router.", len(sessions))
-    fam.gauge("meshmq_router_connections", "Client connections open on the router (distinct client "
-              "address and port among its sessions).", len({s.peer for s in sessions}))
+    fam.gauge("meshmq_router_connections", "Client connections open on the router (its sessions grouped by "
+              "client address and user, as ListConnections lists them).", count_connections(sessions))
     fam.gauge("meshmq_router_producers", "Producers open on the router's sessions.",
               sum(len(s.producers) for s in sessions))
     fam.gauge("meshmq_router_consumers", "Consumers open on the router's sessions.",
