@@ -252,13 +252,27 @@ async def test_the_console_links_to_a_queue_whose_name_has_a_slash_and_purges_it
     assert link == "/nodes/node/queues/gw%2Fconsole", table
     page = browser.get(link)
     assert page.status_code == 200 and '<dd id="message-count">1</dd>' in page.text, page.text
-    # (The form asks the browser to confirm first: onsubmit, not part of what is posted.)
+    # (The form asks the browser to confirm first: data-confirm, not part of what is posted.)
     purge = re.search(r'<form method="post" action="([^"]+/purge)"[^>]*><input type="hidden" name="csrf_token" '
                       r'value="([^"]+)"', page.text)
     r = browser.post(purge.group(1), data={"csrf_token": purge.group(2)})
     assert r.status_code == 303 and r.headers["location"].startswith(link + "?done="), r.headers
     assert admin.get("/api/v1/nodes/node/queues/gw%2Fconsole").json()["message_count"] == 0
 
+
+
+def test_a_queue_name_with_quotes_is_shown_in_the_confirmation_never_run(stack):
+    # A queue name may hold quotes: the purge and delete confirmations carry it as
+    # escaped attribute text (data-confirm, read by /static/confirm.js), never inside
+    # an inline handler where the browser would decode it back into script.
+    name = "gw');alert(1);('"
+    admin = stack.client("admin")
+    assert admin.post("/api/v1/nodes/node/queues", json={"name": name}).status_code == 201
+    browser = _console_login(stack, "admin", "s3cret-admin")
+    page = browser.get("/nodes/node/queues/" + quote(name, safe="")).text
+    assert "onsubmit" not in page and "confirm(" not in page, page
+    assert 'data-confirm="Purge queue gw&#39;);alert(1);(&#39; on node?' in page, page
+    assert browser.get("/static/confirm.js").status_code == 200
 
 def test_a_node_shows_its_event_log_through_the_api_and_the_console(stack):
     [node] = stack.client("admin").get("/api/v1/nodes").json()
