@@ -1,8 +1,9 @@
 """What the whole suite shares: the process fixtures, and how tests are spread
 over pytest-xdist workers (scripts/test.sh runs `-n 4 --dist loadgroup`).
 
-Every fixture is safe under workers: ports are picked at run time with a retry
-when another process takes one first (meshmq/ports.py), data lives in each
+Every fixture is safe under workers: ports are picked at run time from a slice of
+the range per worker, with a retry when another process takes one first
+(meshmq/ports.py), data lives in each
 test's tmp_path or a mkdtemp of its own, and a session-scoped fixture (etcd,
 PostgreSQL, the shared router) is one per worker. A few tests must still not
 share a worker with their own kind: they go to one xdist group (one worker,
@@ -12,10 +13,13 @@ that share a module-scoped fixture go to one worker too.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
+from meshmq.ports import SLICE_ENV
 
 pytest_plugins = ["tests.fixtures.nodes", "tests.fixtures.postgres", "tests.fixtures.etcd"]
 
@@ -89,6 +93,17 @@ def _name_the_group(item: pytest.Item, group: str) -> None:
     from _pytest.nodeid import coerce_node_id
 
     item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each xdist worker picks ports from a slice of its own (meshmq/ports.py):
+    a port one worker has picked but its process has not bound yet is never
+    another worker's pick. Child processes (routers, `meshmq cluster up`)
+    inherit the slice."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and count.isdigit():
+        os.environ[SLICE_ENV] = f"{int(worker[2:])}/{count}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
