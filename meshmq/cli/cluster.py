@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from meshmq.cli.cluster_state import bindings
+from meshmq.cli.cluster_state import bindings, connections
 from meshmq.cli.common import fail, run_coroutine
 
 
@@ -50,6 +50,7 @@ def cluster() -> None:
 
 
 cluster.add_command(bindings)
+cluster.add_command(connections)
 
 
 @cluster.command("up")

@@ -1,7 +1,8 @@
 """`meshmq cluster bindings`: one node's links as it sees them — its cluster
 bridges, network-connector and tree links (kind, state, forwarded, batches,
 confirmed, pending, retries) and the remote bindings (other nodes' queues and
-consumers, with how far away they are)."""
+consumers, with how far away they are); `meshmq cluster connections`: the
+same node's links as configured."""
 
 from __future__ import annotations
 
@@ -62,3 +63,34 @@ def bindings(url: str) -> None:
         for row in rows:
             table.add_row(*row)
         console.print(table)
+
+
+LINK_CONFIG_HEADER = ("kind", "name", "parameter", "value", "status")
+
+
+@click.command("connections")
+@click.option("--url", default=CLIENT_URL, show_default=True, help="The node to ask.")
+def connections(url: str) -> None:
+    """The node's cluster connections, network connectors and tree connector as
+    configured: every parameter, its value, and whether it is the default."""
+    import json
+
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            return await conn.admin.link_configurations()
+
+    rows = [(c.kind, c.name, key, json.dumps(value), "changed" if key in c.changed_keys else "default")
+            for c in run_coroutine(go()) for key, value in sorted(json.loads(c.parameters_json).items())]
+    if not sys.stdout.isatty():
+        for row in (LINK_CONFIG_HEADER, *rows):
+            click.echo("\t".join(row))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*LINK_CONFIG_HEADER)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)

@@ -621,6 +621,24 @@ def address_delete(name, url, force) -> None:
     run_coroutine(go())
 
 
+@address.command("settings")
+@click.argument("name")
+@click.option("--url", default=DEFAULT_URL, show_default=True)
+def address_settings(name, url) -> None:
+    """The address-settings in force for NAME on the node: each setting's value
+    and the match it came from ("default" when none sets it)."""
+    from meshmq.client import connect
+
+    async def go():
+        async with await connect(url) as conn:
+            return await conn.admin.address_settings(name)
+
+    info = run_coroutine(go())
+    click.echo(f"address {info.address}: matched by {', '.join(info.matched) or 'nothing (all defaults)'}")
+    _print_table(("setting", "value", "from"),
+                 [(s.name, s.value_json, s.match or "default") for s in info.settings])
+
+
 main.add_command(perf)
 main.add_command(analytics)
 main.add_command(cluster)

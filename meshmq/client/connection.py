@@ -435,6 +435,20 @@ class Admin:
         resp = await self._call(self._stub.CloseConnection, mgpb.CloseConnectionRequest(connection_id=connection_id))
         return resp.sessions_closed
 
+    async def send_message(self, message: mpb.Message) -> mgpb.SendMessageResponse:
+        """Send one message as this connection's user (an operator's test
+        message): its id and the queues that stored it, once stored."""
+        return await self._call(self._stub.SendMessage, mgpb.SendMessageRequest(message=message))
+
+    async def address_settings(self, address: str) -> mgpb.AddressSettingsInfo:
+        """The address-settings in force for `address`, each with the match it came from."""
+        return await self._call(self._stub.GetAddressSettings, mgpb.GetAddressSettingsRequest(address=address))
+
+    async def link_configurations(self) -> list[mgpb.LinkConfiguration]:
+        """The node's cluster connections, network connectors and tree connector as configured."""
+        resp = await self._call(self._stub.ListLinkConfigurations, mgpb.ListLinkConfigurationsRequest())
+        return list(resp.links)
+
     async def create_queue(
         self, name: str, *, address: str = "", routing_type: str = "anycast", filter: str = "", durable: bool = True,
         last_value_key: str | None = None, non_destructive: bool | None = None, exclusive: bool | None = None,

@@ -124,13 +124,29 @@ class AddressSettingsResolver:
         """The keys that match ``address``, most specific first."""
         return self.resolve(address).matched
 
-    def _resolve(self, address: str) -> ResolvedAddressSettings:
-        chain: list[tuple[str, Any]] = []
+    def explain(self, address: str) -> list[tuple[str, Any, str]]:
+        """Each setting in force for ``address`` as (field name, value, the
+        match it came from — "" for the default): what an operator asks when a
+        setting is not what they expected (the gateway's effective settings)."""
+        resolved = self.resolve(address)
+        chain = self._chain(address)
+        explained = []
+        for name in _SETTING_FIELDS:
+            source = next((p for p, entry in chain if getattr(entry, name) is not None), "")
+            explained.append((name, getattr(resolved, name), source))
+        return explained
+
+    def _chain(self, address: str) -> list[tuple[str, AddressSettings]]:
+        """The (match, settings) that apply to ``address``, most specific first."""
+        chain: list[tuple[str, AddressSettings]] = []
         if address in self._exact:
             chain.append((address, self._exact[address]))
         subject = DELIMITER + address
         chain.extend((p, s) for p, regex, s in self._wildcards if regex.fullmatch(subject))
+        return chain
 
+    def _resolve(self, address: str) -> ResolvedAddressSettings:
+        chain = self._chain(address)
         values: dict[str, Any] = {"id_cache_size": self._id_cache_size}
         for name in _SETTING_FIELDS:
             for _, entry in chain:

@@ -597,3 +597,74 @@ class CloseConnectionResponse(_message.Message):
     SESSIONS_CLOSED_FIELD_NUMBER: _ClassVar[int]
     sessions_closed: int
     def __init__(self, sessions_closed: _Optional[int] = ...) -> None: ...
+
+class SendMessageRequest(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: _messages_pb2.Message
+    def __init__(self, message: _Optional[_Union[_messages_pb2.Message, _Mapping]] = ...) -> None: ...
+
+class SendMessageResponse(_message.Message):
+    __slots__ = ("message_id", "queues")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUES_FIELD_NUMBER: _ClassVar[int]
+    message_id: int
+    queues: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, message_id: _Optional[int] = ..., queues: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetAddressSettingsRequest(_message.Message):
+    __slots__ = ("address",)
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    def __init__(self, address: _Optional[str] = ...) -> None: ...
+
+class EffectiveSetting(_message.Message):
+    __slots__ = ("name", "value_json", "match")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_JSON_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value_json: str
+    match: str
+    def __init__(self, name: _Optional[str] = ..., value_json: _Optional[str] = ..., match: _Optional[str] = ...) -> None: ...
+
+class AddressSettingsInfo(_message.Message):
+    __slots__ = ("address", "matched", "settings")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    matched: _containers.RepeatedScalarFieldContainer[str]
+    settings: _containers.RepeatedCompositeFieldContainer[EffectiveSetting]
+    def __init__(self, address: _Optional[str] = ..., matched: _Optional[_Iterable[str]] = ..., settings: _Optional[_Iterable[_Union[EffectiveSetting, _Mapping]]] = ...) -> None: ...
+
+class ListLinkConfigurationsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class LinkConfiguration(_message.Message):
+    __slots__ = ("kind", "name", "parameters_json", "changed_keys", "connectors")
+    class ConnectorsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_JSON_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_KEYS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTORS_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    name: str
+    parameters_json: str
+    changed_keys: _containers.RepeatedScalarFieldContainer[str]
+    connectors: _containers.ScalarMap[str, str]
+    def __init__(self, kind: _Optional[str] = ..., name: _Optional[str] = ..., parameters_json: _Optional[str] = ..., changed_keys: _Optional[_Iterable[str]] = ..., connectors: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ListLinkConfigurationsResponse(_message.Message):
+    __slots__ = ("links",)
+    LINKS_FIELD_NUMBER: _ClassVar[int]
+    links: _containers.RepeatedCompositeFieldContainer[LinkConfiguration]
+    def __init__(self, links: _Optional[_Iterable[_Union[LinkConfiguration, _Mapping]]] = ...) -> None: ...

@@ -139,6 +139,21 @@ class ManagementStub:
                 request_serializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionRequest.SerializeToString,
                 response_deserializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionResponse.FromString,
                 _registered_method=True)
+        self.SendMessage = channel.unary_unary(
+                '/meshmq.v1.Management/SendMessage',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.SendMessageRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.SendMessageResponse.FromString,
+                _registered_method=True)
+        self.GetAddressSettings = channel.unary_unary(
+                '/meshmq.v1.Management/GetAddressSettings',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.GetAddressSettingsRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.AddressSettingsInfo.FromString,
+                _registered_method=True)
+        self.ListLinkConfigurations = channel.unary_unary(
+                '/meshmq.v1.Management/ListLinkConfigurations',
+                request_serializer=meshmq_dot_v1_dot_management__pb2.ListLinkConfigurationsRequest.SerializeToString,
+                response_deserializer=meshmq_dot_v1_dot_management__pb2.ListLinkConfigurationsResponse.FromString,
+                _registered_method=True)
 
 
 class ManagementServicer:
@@ -290,6 +305,31 @@ class ManagementServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SendMessage(self, request, context):
+        """Send one message as the caller (Artemis's sendMessage on an address): routed
+        as a client's would be, answered once stored. Needs the send permission on
+        its address; refused (ADDRESS_FULL) rather than held when the address blocks.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAddressSettings(self, request, context):
+        """The address-settings in force for one address: every setting's value and
+        the `match` it came from ("" = the default), and every match that applied.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLinkConfigurations(self, request, context):
+        """The node's cluster connections, network connectors and tree connector as
+        configured: every parameter with its value, and which differ from the defaults.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ManagementServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -397,6 +437,21 @@ def add_ManagementServicer_to_server(servicer, server):
                     servicer.CloseConnection,
                     request_deserializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionRequest.FromString,
                     response_serializer=meshmq_dot_v1_dot_management__pb2.CloseConnectionResponse.SerializeToString,
+            ),
+            'SendMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendMessage,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.SendMessageRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.SendMessageResponse.SerializeToString,
+            ),
+            'GetAddressSettings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAddressSettings,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.GetAddressSettingsRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.AddressSettingsInfo.SerializeToString,
+            ),
+            'ListLinkConfigurations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLinkConfigurations,
+                    request_deserializer=meshmq_dot_v1_dot_management__pb2.ListLinkConfigurationsRequest.FromString,
+                    response_serializer=meshmq_dot_v1_dot_management__pb2.ListLinkConfigurationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -966,6 +1021,87 @@ class Management:
             '/meshmq.v1.Management/CloseConnection',
             meshmq_dot_v1_dot_management__pb2.CloseConnectionRequest.SerializeToString,
             meshmq_dot_v1_dot_management__pb2.CloseConnectionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SendMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/SendMessage',
+            meshmq_dot_v1_dot_management__pb2.SendMessageRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.SendMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAddressSettings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/GetAddressSettings',
+            meshmq_dot_v1_dot_management__pb2.GetAddressSettingsRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.AddressSettingsInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLinkConfigurations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/meshmq.v1.Management/ListLinkConfigurations',
+            meshmq_dot_v1_dot_management__pb2.ListLinkConfigurationsRequest.SerializeToString,
+            meshmq_dot_v1_dot_management__pb2.ListLinkConfigurationsResponse.FromString,
             options,
             channel_credentials,
             insecure,

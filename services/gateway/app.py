@@ -18,7 +18,8 @@ from meshmq import __version__
 from meshmq.config.models import BrokerConfig
 from meshmq.metrics_access import ScrapeAccess
 
-from . import api, api_docs, connections, console, console_connections, problems, rates, verify_runs
+from . import (address_detail, api, api_docs, connections, console, console_addresses, console_connections, console_links,
+               link_config, problems, rates, verify_runs)
 from .body_limit import BodyLimit
 from .paths import RawPathRouting
 from .state import GatewayState
@@ -66,10 +67,14 @@ def create_app(config: BrokerConfig, gateway: GatewayState | None = None) -> Fas
     api_docs.install(app)
     app.include_router(rates.router)
     app.include_router(connections.router)
+    app.include_router(address_detail.router)
+    app.include_router(link_config.router)
     app.include_router(console.router)
     app.include_router(verify_runs.router)
     app.include_router(verify_runs.page_router)
     app.include_router(console_connections.router)
+    app.include_router(console_addresses.router)
+    app.include_router(console_links.router)
     app.mount("/static", StaticFiles(directory=str(Path(__file__).parent / "static")), name="static")
     gw.metrics.sessions.set_function(gw.sessions.count)
     gw.metrics.count_logins(gw.users.throttle)

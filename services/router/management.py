@@ -20,7 +20,7 @@ from meshmq.v1 import management_pb2 as mgpb
 from meshmq.v1 import management_pb2_grpc as mggrpc
 from meshmq.v1 import messages_pb2 as mpb
 
-from . import browsing, connections, message_moves
+from . import browsing, connections, message_moves, operator_send
 from .access import access_for, log_refusal
 from .addresses import Address, compile_filter, not_internal
 from .broker import Broker
@@ -32,6 +32,7 @@ GROUP_ATTRIBUTES = ("group_rebalance", "group_rebalance_pause_dispatch", "group_
 from .temporary_queues import management_refusal
 from .client_topology import ClientTopology
 from .event_retention import EventLogStatus
+from .node_configuration import NodeConfiguration
 
 
 # What listing needs (access.py): `view`, which `manage` implies.
@@ -150,8 +151,11 @@ class ManagementServicer(mggrpc.ManagementServicer):
     def __init__(self, broker: Broker, auth: Authenticator, topology: ClientTopology,
                  authorizer: Authorizer | None = None, *, event_log: EventLogStatus,
                  bridges: Callable[[], Iterable] = tuple, ha_policy: str = "live-only", ha_group: str = "",
-                 backup: Callable[[], str] = str, sessions: Callable[[], Iterable] = tuple) -> None:
+                 backup: Callable[[], str] = str, sessions: Callable[[], Iterable] = tuple,
+                 configuration: NodeConfiguration | None = None) -> None:
         self.broker = broker
+        # What the node's config says (GetAddressSettings, ListLinkConfigurations); None: not offered.
+        self._configuration = configuration
         # The node's open client sessions (BrokerServicer.sessions), for ListConnections.
         self._sessions = sessions
         self._event_log = event_log  # RouterNode's, kept up to date by the event retention
@@ -477,3 +481,32 @@ class ManagementServicer(mggrpc.ManagementServicer):
             return mgpb.CloseConnectionResponse(sessions_closed=closed)
 
         return await self._guard(context, run, lambda: (_MANAGE,))
+
+    async def SendMessage(self, request, context):
+        async def run():
+            if not request.message.address:
+                raise BrokerError(Reason.INVALID_REQUEST, "SendMessage needs message.address")
+            user = self.auth.authenticate(context)
+            message_id, queues = await operator_send.send_message(
+                self.broker, request.message, user, access_for(self.authorizer, user))
+            return mgpb.SendMessageResponse(message_id=message_id, queues=queues)
+
+        # The send permission is checked as for a client's send: by the pipeline, on the message's address.
+        return await self._guard(context, run, lambda: ())
+
+    async def GetAddressSettings(self, request, context):
+        def run():
+            if not request.address:
+                raise BrokerError(Reason.INVALID_REQUEST, "GetAddressSettings needs an address")
+            return self._configured().address_settings(request.address)
+
+        return await self._guard(context, run)
+
+    async def ListLinkConfigurations(self, request, context):
+        return await self._guard(context, lambda: self._configured().links())
+
+    def _configured(self) -> NodeConfiguration:
+        if self._configuration is None:
+            raise BrokerError(Reason.INVALID_REQUEST, "this router does not show its configuration")
+        return self._configuration
+

@@ -41,6 +41,7 @@ from .cluster.scale_down import choose_target, scale_down
 from .network.connectors import NetworkConnectors
 from .event_retention import EventLogStatus, EventRetention
 from .management import ManagementServicer
+from .node_configuration import NodeConfiguration
 from .slow_consumers import SlowConsumerReaper
 from .memory_release import MemoryRelease
 from .disk_usage import DiskScan
@@ -148,7 +149,7 @@ class RouterNode:
         self._services = tuple(services)
         memory_limit = effective_global_max_size(config.global_max_size)
         log.info("global-max-size %d bytes (%d MiB; %s)", memory_limit.bytes, memory_limit.bytes >> 20, memory_limit.why)
-        address_settings = AddressSettingsResolver.from_config(config)
+        address_settings = self._address_settings = AddressSettingsResolver.from_config(config)
         self.broker = Broker(
             name=config.name,
             journal=journal,
@@ -217,7 +218,8 @@ class RouterNode:
                                             bridges=lambda: [*self.cluster.links(), *self.network.links.values()],
                                             ha_policy=self.config.ha_role, ha_group=self.config.ha_group,
                                             backup=lambda: self.backup_connector, event_log=self.event_log,
-                                            sessions=lambda: list(self.sessions.sessions.values())),
+                                            sessions=lambda: list(self.sessions.sessions.values()),
+                                            configuration=NodeConfiguration(self.config, self._address_settings)),
             mgpb.DESCRIPTOR.services_by_name["Management"],
         )
         live_only = self.config.ha_policy.live_only
