@@ -896,9 +896,17 @@ class Gateway(ConfigModel):
     # The rates' sampler (services/gateway/history.py): every history-interval, kept for history-length.
     history_interval: Millis = defaults.GATEWAY_HISTORY_INTERVAL
     history_length: Millis = defaults.GATEWAY_HISTORY_LENGTH
+    # A user (with `view` on activemq.management) the sampler calls the routers as, so the
+    # history is kept while nobody is logged in; unset: the most recent logged-in viewer's
+    # credentials. The password is plain text here, as cluster-password is: keep the file private.
+    sampler_user: NonEmptyStr | None = None
+    sampler_password: NonEmptyStr | None = None
 
     @model_validator(mode="after")
     def _history_fits(self) -> Gateway:
+        if (self.sampler_user is None) != (self.sampler_password is None):
+            raise_issues([(("sampler-password" if self.sampler_user else "sampler-user",),
+                           "give both sampler-user and sampler-password, or neither")])
         if self.history_length < self.history_interval:
             raise_issues([(("history-length",), f"history-length ({self.history_length} ms) must be at least "
                                                 f"history-interval ({self.history_interval} ms)")])

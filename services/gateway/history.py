@@ -30,10 +30,11 @@ queues counts twice, as each queue's counters do), the cluster's the sums of
 the nodes'.
 
 Credentials: the routers check the caller of every management call. The
-sampler calls with the credentials of the most recently used console session
-or API token that may view (`Sessions.latest_viewer`), or none (routers
-without security). With security on and nobody logged in, the samples are
-gaps and `SamplerStatus.problem` says why.
+sampler calls as `gateway.sampler-user` when it is configured; otherwise with
+the credentials of the most recently used console session or API token that
+may view (`Sessions.latest_viewer`), or none (routers without security).
+Without a sampler user, with security on and nobody logged in, the samples
+are gaps and `SamplerStatus.problem` says why.
 """
 
 from __future__ import annotations

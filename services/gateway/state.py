@@ -10,6 +10,7 @@ from prometheus_client.core import CounterMetricFamily
 
 from meshmq.config.models import BrokerConfig
 from meshmq.security.login_throttle import LoginThrottle
+from meshmq.transport import credentials_metadata
 
 from .auth import Sessions, Users
 from .directory import RouterDirectory
@@ -97,6 +98,9 @@ class GatewayState:
         sessions = Sessions(config.gateway.session_timeout / 1000)
         gather = Gatherer(directory)
         history = History(config.gateway.history_interval / 1000, config.gateway.history_length / 1000)
-        sampler = Sampler(gather, history, lambda: (who.metadata if (who := sessions.latest_viewer()) else ()))
+        g = config.gateway
+        own = credentials_metadata(g.sampler_user, g.sampler_password) if g.sampler_user else ()
+        sampler = Sampler(gather, history,
+                          lambda: own or (who.metadata if (who := sessions.latest_viewer()) else ()))
         return cls(config=config, users=Users(config), sessions=sessions, directory=directory, gather=gather,
                    operations=Operations(), metrics=GatewayMetrics(node=config.name), sampler=sampler)

@@ -5,10 +5,12 @@ The gateway samples every 200 ms here (gateway.history-interval)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -129,3 +131,41 @@ async def test_rates_count_the_traffic_sent_and_a_restart_is_a_reset(fast_stack)
     for series in view["series"]:
         assert all(r is None or r >= 0 for r in series["rates"]), series
     assert None in view["series"][0]["rates"], "no gap while the router was down"
+
+
+async def test_a_sampler_user_keeps_the_history_while_nobody_is_logged_in(tmp_path):
+    """gateway.sampler-user: the sampler calls as that view-only user, so traffic
+    while no one has a console session open is in the history when someone looks."""
+    nodes = Nodes(tmp_path)
+    try:
+        acceptor = f"acceptors: [{{name: grpc, host: 127.0.0.1, port: {free_port()}}}]\n"
+        router = nodes.router("node", extra=acceptor + security_yaml())
+        config = gateway_config(router.endpoint).replace(
+            "  static-connectors: [node]\n",
+            "  static-connectors: [node]\n  history-interval: 200\n  history-length: 120000\n"
+            "  sampler-user: viewer\n  sampler-password: s3cret-viewer\n")
+        gateway = ServiceProcess(tmp_path, "gateway", "gateway", config)
+        nodes.started.append(gateway)
+        gateway.start()
+        stack = Stack(nodes, router, gateway)
+        # Nobody logs in to the gateway until the traffic is over: 40 messages over about 2 s,
+        # a stretch of 200 ms samples.
+        async with await connect(stack.sdk_url) as conn:
+            await conn.admin.create_queue("unwatched.q")
+            producer = await (await conn.session()).create_producer("unwatched.q")
+            for i in range(SENT):
+                await producer.send(b"m%d" % i)
+                await asyncio.sleep(0.05)
+        await eventually(lambda: _cli_counts(stack, "unwatched.q")["added"] == SENT, 30, "the sends")
+        logged_in_at = time.time()
+        viewer = stack.client("viewer")
+        status = viewer.get("/api/v1/rates").json()["sampler"]
+        assert status["problem"] == "" and status["samples"] > 3
+        view = viewer.get("/api/v1/nodes/node/queues/unwatched.q/rates").json()
+        before = [r for t, r in zip(view["times"], view["series"][0]["rates"]) if t < logged_in_at]
+        # Sampled while nobody was logged in: rates, not gaps, and messages counted in.
+        assert before and any(r for r in before if r is not None), view
+        assert 0 < _totals(view)["in"] <= SENT
+        stack.close()
+    finally:
+        nodes.stop_all()
