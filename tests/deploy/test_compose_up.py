@@ -92,7 +92,8 @@ class Stack:
         self.env = build_env()
         self.report_dir = report_dir
         self.env["MESHMQ_REPORT_DIR"] = str(report_dir)
-        self.ports = {name: free_port() for name in ("ETCD", "DISCOVERY", "N1", "N1_BACKUP", "N2", "N3", "GATEWAY")}
+        self.ports = {name: free_port() for name in ("ETCD", "DISCOVERY", "N1", "N1_BACKUP", "N2", "N3", "GATEWAY",
+                                                       "PROMETHEUS")}
         self.env.update({f"MESHMQ_PORT_{name}": str(port) for name, port in self.ports.items()})
         self.doc = yaml.safe_load(COMPOSE.read_text())
 
@@ -323,6 +324,37 @@ async def test_the_report_profile_runs_spark_over_n1s_store(stack):
     assert (row["enqueued"], row["acknowledged"]) == (20, 8)
     assert [n["node_name"] for n in summary["nodes"]] == ["n1"]
     assert (stack.report_dir / "report.html").is_file()
+
+
+def test_the_monitoring_profile_scrapes_the_stack_and_loads_the_alert_rules(stack):
+    """Profile monitoring: Prometheus built from the Debian base scrapes every
+    router and the gateway on the compose network and loads meshmq's rules."""
+    stack.build("prometheus", profile="monitoring")
+    stack.compose("--profile", "monitoring", "up", "-d", "--no-deps", "prometheus", timeout=300)
+    base = f"http://127.0.0.1:{stack.ports['PROMETHEUS']}"
+    try:
+        def scraped() -> dict[str, str] | None:
+            try:
+                targets = json.loads(http(f"{base}/api/v1/targets")[2])["data"]["activeTargets"]
+            except OSError:
+                return None  # not listening yet
+            health = {t["labels"]["instance"]: t["health"] for t in targets}
+            wanted = ("n1:9100", "n2:9100", "n3:9100", "gateway:8161")
+            return health if all(health.get(w) == "up" for w in wanted) else None
+
+        health = wait_for(scraped, 120, "Prometheus to scrape n1, n2, n3 and the gateway", interval=1)
+        assert set(health) == {"n1:9100", "n1-backup:9100", "n2:9100", "n3:9100", "gateway:8161"}
+        groups = json.loads(http(f"{base}/api/v1/rules")[2])["data"]["groups"]
+        alerts = {r["name"] for g in groups for r in g["rules"] if r["type"] == "alerting"}
+        assert {"MeshmqNodeDown", "MeshmqBridgeDown", "MeshmqDiskAlarm", "MeshmqMemoryAlarm"} <= alerts
+        assert all(r["health"] == "ok" for g in groups for r in g["rules"]), groups
+        # A router series with the node label, as the dashboard and the rules select it.
+        query = urllib.parse.quote('meshmq_bridge_connected{node="n1"}')
+        result = wait_for(lambda: json.loads(http(f"{base}/api/v1/query?query={query}")[2])["data"]["result"],
+                          60, "n1's bridge series in Prometheus", interval=1)
+        assert {r["metric"]["node"] for r in result} == {"n1"}
+    finally:
+        stack.compose("--profile", "monitoring", "rm", "-fsv", "prometheus", timeout=120, check=False)
 
 
 # Last: it takes n1 away from the stack.
