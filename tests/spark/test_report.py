@@ -271,7 +271,15 @@ def test_the_command_runs_in_its_own_process_with_the_jvm_output_in_a_log(sqlite
     assert steps and all(line.startswith("analytics: ") for line in steps), proc.stderr
     assert steps[0].startswith("analytics: starting Spark (local[2])") and steps[-1].startswith("analytics: stopping Spark")
     assert (out / "spark.log").stat().st_size > 0
-    assert json.loads((out / "summary.json").read_text())["totals"]["acknowledged"] == 40
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["totals"]["acknowledged"] == 40
+    # What the user waited for, from the command's start: the JVM's start is in the wall time, not left out.
+    t = summary["timings"]
+    assert 0 < t["spark_start_s"] < t["first_result_s"] < t["wall_s"]
+    assert t["report_s"] == summary["elapsed_s"] and t["spark_start_s"] + t["report_s"] <= t["wall_s"]
+    [done] = [line for line in proc.stdout.splitlines() if line.startswith("  done in ")]
+    assert done.startswith(f"  done in {t['wall_s']:.1f} s wall: Spark started after {t['spark_start_s']:.1f} s, "
+                           f"first result after {t['first_result_s']:.1f} s"), done
 
 
 def test_the_backlog_counts_paged_messages(spark_session, tmp_path):
