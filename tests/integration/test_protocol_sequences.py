@@ -1,9 +1,10 @@
 """The sequences docs/protocol.md shows, spoken frame by frame on a raw gRPC
 stream as a third SDK written from that page would: send and confirm with a
 rejection, consumer credit (window 0) and acks, close_consumer's uncounted
-unseen deliveries, a transaction committed and one rolled back, a large
-message both ways, a request kind the router does not know, and the drain
-when the client half-closes. Each asserts what the page says the router does."""
+unseen deliveries, a transaction committed and one rolled back, a nack
+inside a transaction, a large message both ways, a request kind the router
+does not know, the drain when the client half-closes, and CloseConnection.
+Each asserts what the page says the router does."""
 
 from __future__ import annotations
 
@@ -270,3 +271,35 @@ async def test_the_first_request_must_be_open(router):
         assert ("meshmq-reason", "INVALID_REQUEST") in tuple(await s.call.trailing_metadata())
     finally:
         await channel.close()
+
+
+async def test_a_nack_in_a_transacted_session_takes_effect_at_once(router):
+    queue = uniq("proto.nack")
+    await produce(router, queue, [b"n"])
+    async with raw(router, transacted=True) as s:
+        await s.send(create_consumer=bpb.CreateConsumer(consumer_id=1, queue=queue, window_size=-1))
+        await s.expect("consumer_created")
+        (first,) = (await s.expect("deliveries")).deliveries
+        await s.send(nack=bpb.NackBatch(consumer_id=1, delivery_ids=[first.delivery_id]))
+        (again,) = (await s.expect("deliveries")).deliveries  # no commit or rollback asked for it
+        assert (again.message.body, again.delivery_count, again.delivery_id) == (b"n", 2, 2)
+
+
+async def test_close_connection_ends_the_session_with_connection_failed(router):
+    from meshmq.v1 import management_pb2 as mgpb
+    from meshmq.v1 import management_pb2_grpc as mggrpc
+
+    async with raw(router) as s:
+        channel = open_channel(router.endpoint)
+        try:
+            management = mggrpc.ManagementStub(channel)
+            connections = (await management.ListConnections(mgpb.ListConnectionsRequest())).connections
+            ours = [c for c in connections if "raw" in c.client_id.split(",")]
+            assert ours, connections
+            for c in ours:
+                await management.CloseConnection(mgpb.CloseConnectionRequest(connection_id=c.connection_id))
+        finally:
+            await channel.close()
+        assert await s.read() is grpc.aio.EOF
+        assert await s.call.code() == grpc.StatusCode.UNAVAILABLE
+        assert ("meshmq-reason", "CONNECTION_FAILED") in tuple(await s.call.trailing_metadata())
