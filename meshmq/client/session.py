@@ -661,6 +661,8 @@ class Session:
                 c._on_large_chunk(resp.large_chunk)
         elif kind == "error":
             self._on_error(resp.error)
+        elif kind is None:
+            return  # a kind this SDK does not know (a newer router): ignored (docs/protocol.md, "Versioning")
         else:
             if kind == "tx_result" and not resp.tx_result.committed:
                 # Rolled back: the router took back everything our consumers held,
