@@ -131,7 +131,10 @@ COPY meshmq /src/meshmq
 COPY services /src/services
 COPY spark /src/spark
 RUN /opt/meshmq/bin/pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir /src \
-    && rm -rf /src && /opt/meshmq/bin/meshmq analytics report --help >/dev/null
-ENV PATH=/opt/meshmq/bin:$PATH PYTHONUNBUFFERED=1
+    && rm -rf /src && /opt/meshmq/bin/meshmq analytics report --help >/dev/null \
+    && ln -s "$(/opt/meshmq/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" /opt/spark
+# The same image runs a Spark standalone master and worker (compose profile report): pyspark's own launcher.
+ENV PATH=/opt/meshmq/bin:/opt/spark/bin:$PATH PYTHONUNBUFFERED=1 SPARK_HOME=/opt/spark \
+    PYSPARK_PYTHON=/opt/meshmq/bin/python
 WORKDIR /var/lib/meshmq
 CMD ["meshmq", "analytics", "report", "--help"]

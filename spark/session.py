@@ -16,6 +16,8 @@ from spark.jdbc import driver_jars
 
 DEFAULT_MASTER = "local[*]"
 APP_NAME = "meshmq-analytics"
+# Shuffle partitions outside local[...] (the user's --conf wins).
+CLUSTER_SHUFFLE_PARTITIONS = 16
 
 
 def is_local(master: str) -> bool:
@@ -41,6 +43,12 @@ def session_conf(master: str, jars: list[str], extra: dict[str, str] | None = No
         conf["spark.driver.host"] = "127.0.0.1"
         # Few, cheap shuffles: 200 shuffle partitions would be 200 tasks each on 2 cores.
         conf["spark.sql.shuffle.partitions"] = str(max(2, os.cpu_count() or 1))
+    else:
+        # On a cluster too: Spark's 200 made each of the report's ~80 small
+        # shuffles 200 tasks (a 12k-event report took minutes on one 2-core
+        # worker). The cores are not known before the executors register;
+        # --conf spark.sql.shuffle.partitions=N suits a very large log.
+        conf["spark.sql.shuffle.partitions"] = str(CLUSTER_SHUFFLE_PARTITIONS)
     conf.update(extra or {})
     return conf
 

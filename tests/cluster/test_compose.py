@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import yaml
@@ -25,7 +26,10 @@ DOCKERFILE = ROOT / "Dockerfile"
 # shared store, n1's backup, the gateway, the one-shot Spark report, and, on request
 # (profiles), Prometheus and Grafana (deploy/monitoring/).
 EXTRAS = {"postgres": "postgres", "n1-backup": "router", "gateway": "gateway", "report": "report",
+          "spark-master": "spark-master", "spark-worker": "spark-worker",
           "prometheus": "prometheus", "grafana": "grafana"}
+# Services that run an image another service builds (the report's: Java and pyspark).
+REPORT_IMAGE = "meshmq-report:local"
 
 
 def compose() -> dict:
@@ -45,10 +49,19 @@ def role_of(service: dict) -> str:
     elif role == "grafana":
         assert "build" not in service and service["profiles"] == ["grafana"]  # Debian has no Grafana: a registry image
     elif role == "report":
-        assert command[:3] == ["meshmq", "analytics", "report"], command
+        assert command[:2] == ["sh", "-c"] and report_argv(service)[:4] == ["exec", "meshmq", "analytics", "report"]
+    elif role in ("spark-master", "spark-worker"):
+        kind = "Master" if role == "spark-master" else "Worker"
+        assert service["image"] == REPORT_IMAGE and service["profiles"] == ["report"], role
+        assert command[:2] == ["spark-class", f"org.apache.spark.deploy.{kind.lower()}.{kind}"], command
     else:
         assert command[:3] == ["meshmq", "serve", role], command
     return role
+
+
+def report_argv(service: dict) -> list[str]:
+    """The report service's command line, as its `sh -c` script runs it."""
+    return shlex.split(service["command"][2])
 
 
 def mounted(service: dict, target: str) -> Path:
@@ -123,7 +136,7 @@ def test_every_meshmq_service_writes_security_off_out_since_it_listens_beyond_lo
     security off has to be written, or the service refuses to start."""
     for name, service in compose()["services"].items():
         role = role_of(service)
-        if role in ("etcd", "postgres", "report", "prometheus", "grafana"):
+        if role in ("etcd", "postgres", "report", "spark-master", "spark-worker", "prometheus", "grafana"):
             continue
         config = node_config(service)
         assert "security_enabled" in config.model_fields_set and not config.security_enabled, name
@@ -143,8 +156,10 @@ def test_n1_and_its_backup_share_one_store_on_the_postgres_service():
     assert live.ha_policy.shared_store.master is not None and backup.ha_policy.shared_store.slave is not None
     assert "postgres" in services["n1"]["depends_on"] and "n1" in services["n1-backup"]["depends_on"]
     # the report reads the same database
-    command = services["report"]["command"]
+    command = report_argv(services["report"])
     store = make_url(command[command.index("--store") + 1])
+    # and runs on the profile's Spark cluster
+    assert command[command.index("--master") + 1] == "spark://spark-master:7077"
     assert (store.host, store.username, store.password, store.database) == (url.host, url.username, url.password, url.database)
 
 
@@ -161,6 +176,9 @@ def test_only_keys_compose_v2_and_docker_compose_1_29_both_know():
                 assert (COMPOSE.parent / source).exists(), f"{name}: {source} is missing"
         if name == "grafana":  # the one service from a registry image (Debian ships no Grafana)
             continue
+        if service.get("image") == REPORT_IMAGE and "build" not in service:  # the report service builds it
+            assert doc["services"]["report"]["image"] == REPORT_IMAGE, name
+            continue
         build = service["build"]
         assert not {"dockerfile_inline", "secrets", "additional_contexts"} & build.keys(), name
         assert (build["context"], build["dockerfile"], build["network"]) == ("..", "Dockerfile", "host"), name
@@ -168,7 +186,8 @@ def test_only_keys_compose_v2_and_docker_compose_1_29_both_know():
         assert build["args"]["BASE_IMAGE"].startswith("${BASE_IMAGE:-"), name
     # each optional part is a profile
     assert {n: s["profiles"] for n, s in doc["services"].items() if s.get("profiles")} == {
-        "report": ["report"], "prometheus": ["monitoring"], "grafana": ["grafana"]}
+        "report": ["report"], "spark-master": ["report"], "spark-worker": ["report"],
+        "prometheus": ["monitoring"], "grafana": ["grafana"]}
 
 
 def test_prometheus_scrapes_every_router_and_the_gateway_and_its_rules_use_documented_metrics():

@@ -298,7 +298,8 @@ def test_the_gateway_answers_on_the_host_and_shows_the_routers(stack):
 
 async def test_the_report_profile_runs_spark_over_n1s_store(stack):
     """The one-shot `report` service (profile report): its image (Java, pyspark,
-    the JDBC jar) builds on first use, then it reads n1's store on postgres."""
+    the JDBC jar) builds on first use, then it reads n1's store on postgres,
+    run on the profile's Spark standalone master and worker."""
     queue = "compose.report"
     async with await connect(f"meshmq://127.0.0.1:{stack.ports['N1']}{OPT}") as conn:
         session = await conn.session()
@@ -318,7 +319,15 @@ async def test_the_report_profile_runs_spark_over_n1s_store(stack):
 
     await eventually(acknowledged_in_the_store, 30, "the 8 acknowledgements in n1's store", interval=0.5)
     stack.build("report", profile="report")
-    stack.compose("--profile", "report", "run", "--rm", "-T", "report", timeout=600)
+    try:
+        stack.compose("--profile", "report", "run", "--rm", "-T", "report", timeout=600)
+        # It ran on the profile's Spark cluster: the master lists it, finished, with the worker's cores.
+        master = json.loads(stack.exec("spark-master", "python3", "-c", "import urllib.request; print(urllib."
+                                       "request.urlopen('http://127.0.0.1:8080/json/', timeout=10).read().decode())"))
+        assert [w["state"] for w in master["workers"]] == ["ALIVE"]
+        assert [a["name"] for a in master["completedapps"]] == ["meshmq-analytics"], master
+    finally:
+        stack.compose("--profile", "report", "rm", "-fsv", "spark-worker", "spark-master", timeout=120, check=False)
     summary = json.loads((stack.report_dir / "summary.json").read_text())
     [row] = [r for r in summary["throughput"]["by_address"] if r["address"] == queue]
     assert (row["enqueued"], row["acknowledged"]) == (20, 8)

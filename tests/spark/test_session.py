@@ -20,6 +20,10 @@ def test_a_cluster_master_is_not_bound_to_loopback():
     conf = session_conf("spark://spark-master.example:7077", JARS)
     assert conf["spark.master"] == "spark://spark-master.example:7077"
     assert "spark.driver.bindAddress" not in conf and "spark.driver.host" not in conf
+    # Not Spark's 200: each of the report's small shuffles would be 200 tasks on the cluster.
+    assert conf["spark.sql.shuffle.partitions"] == "16"
+    assert session_conf("spark://h:7077", JARS, {"spark.sql.shuffle.partitions": "400"})[
+        "spark.sql.shuffle.partitions"] == "400"
 
 
 def test_the_users_settings_win():
