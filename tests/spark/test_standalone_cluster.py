@@ -58,7 +58,9 @@ async def test_the_report_on_a_standalone_spark_cluster_equals_local(spark_sessi
             [sys.executable, "-m", "meshmq.cli.analytics", "report", *store_args, "--out", str(out),
              "--master", cluster.master, "--partitions", "2", *SMALL_JOBS_ARGS,
              "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-             "--conf", "spark.executor.memory=512m"],
+             "--conf", "spark.executor.memory=512m",
+             # The suite's small jobs on the executor too (tests/spark/small_jobs.py).
+             "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"],
             capture_output=True, text=True, timeout=600, cwd=REPO,  # a guard against a hang, not a speed limit
             env={**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"})
         assert proc.returncode == 0, proc.stderr + cluster.log_tail()
