@@ -126,6 +126,10 @@ class RemoteBindings:
         self._on_change = on_change
         self._wildcards = wildcards
         self._wildcard_groups: set[str] = set()  # addresses in _groups that are wildcard addresses
+        # Round-robin positions of addresses this node does not have, routed to
+        # their remote groups only (SendPipeline._forward_only); an existing
+        # address keeps its own (Address.cluster_round_robin).
+        self._positions: dict[str, dict[str, int]] = {}
 
     def apply(self, link: Link, offered: Iterable[cpb.ClusterBinding]) -> None:
         """Replace what `link` offers (a new snapshot; empty: the link is gone)."""
@@ -173,6 +177,9 @@ class RemoteBindings:
                 self._wildcard_groups.add(address)
             else:
                 self._wildcard_groups.discard(address)
+        if self._positions:  # those of addresses no remote binding makes known any more go
+            for address in [a for a in self._positions if not self.for_address(a)]:
+                del self._positions[address]
         self._on_change(addresses)
 
     def for_address(self, address: str):
@@ -187,6 +194,11 @@ class RemoteBindings:
                         merged[name] = merged.get(name, ()) + members
                 groups = merged
         return MappingProxyType(groups) if groups else NO_GROUPS
+
+    def positions(self, address: str) -> dict[str, int]:
+        """The round-robin positions (queue name -> position) of `address`,
+        which this node does not have: kept while remote bindings make it known."""
+        return self._positions.setdefault(address, {})
 
     def find(self, key: str) -> RemoteBinding | None:
         """The binding routing uses for ``node_id/queue``."""
