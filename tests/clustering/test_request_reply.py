@@ -180,6 +180,46 @@ async def test_a_temporary_queue_and_its_remote_binding_go_with_the_requesters_c
         assert await a_conn.admin.queue(reply_to) is None
 
 
+@pytest.mark.parametrize("late_reply", ["dropped", "dead-lettered"])
+async def test_a_reply_on_its_way_when_the_requesters_node_went_is_not_stranded(nodes, late_reply):
+    """The requester's node is killed with its temporary queue; B, retrying
+    the link, still routes the reply there: it waits in B's store-and-forward
+    queue. A restarts (its temporary queue did not survive): B forwards the
+    reply, A finds no queue for it and routes it as if sent on A — dropped,
+    or to A's dead-letter address with send-to-dla-on-no-route. B's
+    store-and-forward queue is empty again either way."""
+    cluster = start_cluster(nodes, {"A": ["B"], "B": ["A"]},
+                            options="message-load-balancing: ON_DEMAND, retry-interval: 100",
+                            extra=SERVICE_QUEUE + ((DLA_QUEUE + DEAD_LETTERS) if late_reply == "dead-lettered" else ""))
+    reply_to = f"tmp.{uuid.uuid4()}"
+    a_conn = await connect(cluster["A"].url)
+    await (await a_conn.session()).create_consumer(reply_to, temporary=True)
+    await wait_bindings(cluster["B"], {("A", SERVICE, 0), ("A", reply_to, 1),
+                                       *([("A", "DLA", 0)] if late_reply == "dead-lettered" else [])})
+    await asyncio.to_thread(cluster["A"].kill9)
+    await a_conn.close()
+    async with await connect(cluster["B"].url) as b_conn:
+        b = await b_conn.session()
+        await (await b.create_producer()).send(b"late", address=reply_to, correlation_id="late")
+        [bridge] = (await b_conn.admin.cluster_state()).bridges
+        assert bridge.state != "connected" and (bridge.routed, bridge.pending) == (1, 1)
+    await asyncio.to_thread(cluster["A"].start)
+
+    async def forwarded() -> bool:
+        [bridge] = (await cluster_state(cluster["B"])).bridges
+        return bridge.state == "connected" and bridge.pending == 0 and bridge.confirmed == 1
+    await eventually(forwarded, 30, "B to forward the late reply to A")
+    async with await connect(cluster["A"].url) as a_conn:
+        assert await a_conn.admin.queue(reply_to) is None
+        if late_reply == "dead-lettered":
+            dla = await (await a_conn.session()).create_consumer("DLA")
+            m = await dla.receive(5)
+            assert m is not None and m.body == b"late" and m.correlation_id == "late"
+            dla.ack(m)
+        else:
+            assert "the temporary queue it was sent to is gone" in cluster["A"].log_path.read_text()
+
+
 async def test_a_cluster_at_rest_stops_offering_its_bindings(nodes):
     """The bindings version travels in every snapshot: raised by what other
     nodes offered too, each snapshot would be answered by a new one, and two

@@ -172,3 +172,22 @@ def test_an_anycast_group_nobody_in_which_takes_the_message_passes_it_to_the_nex
         return choose(ON_DEMAND, None, members, None, 0)[0]
     assert [m.name for m in remote_only(groups, 0, pick, {})] == ["B.takes"]
     assert remote_only({"refuses": groups["refuses"]}, 0, pick, {}) == []  # nobody: routed as before (auto-create…)
+
+
+def test_a_temporary_queues_binding_is_named_as_temporary_and_its_round_robin_goes_with_the_address():
+    from services.router.cluster.bindings import TEMPORARY_MARK, RemoteBindings
+
+    reg = RemoteBindings(lambda addresses: None)
+    link = FakeLink("cc->b")
+    temp = binding("b", "reply", address="reply")
+    temp.temporary = True
+    reg.apply(link, [temp, binding("b", "q1")])
+    [rb] = reg.for_address("reply")["reply"]
+    assert rb.key == "b/reply" + TEMPORARY_MARK and reg.find(rb.key) is rb and rb.to_proto(2).temporary
+    assert reg.find("b/q1").key == "b/q1"
+    reg.positions("reply")["reply"] = 3
+    reg.apply(link, [temp, binding("b", "q1")])
+    assert reg.positions("reply") == {"reply": 3}  # kept while the address is known
+    reg.apply(link, [binding("b", "q1")])  # the requester left
+    reg.apply(link, [temp, binding("b", "q1")])
+    assert reg.positions("reply") == {}  # went with it
