@@ -299,7 +299,7 @@ class NetworkDemand(_message.Message):
     def __init__(self, key: _Optional[str] = ..., kind: _Optional[str] = ..., destination: _Optional[str] = ..., selector: _Optional[str] = ..., path: _Optional[_Iterable[str]] = ..., hops: _Optional[int] = ..., origins: _Optional[_Iterable[str]] = ..., attached: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class ClusterBinding(_message.Message):
-    __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter", "consumer_filters", "hops")
+    __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter", "consumer_filters", "hops", "temporary")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_NAME_FIELD_NUMBER: _ClassVar[int]
     QUEUE_FIELD_NUMBER: _ClassVar[int]
@@ -308,6 +308,7 @@ class ClusterBinding(_message.Message):
     FILTER_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FILTERS_FIELD_NUMBER: _ClassVar[int]
     HOPS_FIELD_NUMBER: _ClassVar[int]
+    TEMPORARY_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     node_name: str
     queue: str
@@ -316,7 +317,8 @@ class ClusterBinding(_message.Message):
     filter: str
     consumer_filters: _containers.RepeatedScalarFieldContainer[str]
     hops: int
-    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., consumer_filters: _Optional[_Iterable[str]] = ..., hops: _Optional[int] = ...) -> None: ...
+    temporary: bool
+    def __init__(self, node_id: _Optional[str] = ..., node_name: _Optional[str] = ..., queue: _Optional[str] = ..., address: _Optional[str] = ..., routing_type: _Optional[_Union[_messages_pb2.RoutingType, str]] = ..., filter: _Optional[str] = ..., consumer_filters: _Optional[_Iterable[str]] = ..., hops: _Optional[int] = ..., temporary: _Optional[bool] = ...) -> None: ...
 
 class ClusterMember(_message.Message):
     __slots__ = ("node_id", "node_name", "connector")

@@ -37,6 +37,7 @@ from . import dead_letter, paging, scheduled
 from .access import Access
 from .addresses import Address, check_name, not_internal
 from .cluster import balancing
+from .cluster.bindings import RemoteBindings
 from .cluster.grouping import Grouping
 from .delivery import Delivery
 from .duplicates import DuplicateClaim, DuplicateDetection
@@ -84,6 +85,7 @@ class SendingNode(Protocol):
     duplicates: DuplicateDetection
     memory: MemoryUse
     grouping: Grouping | None
+    remote: RemoteBindings
 
     def settings(self, address: str) -> ResolvedAddressSettings: ...
 
@@ -265,6 +267,8 @@ class SendPipeline:
                     return self._balance(msg, addr, decision.targets)
                 return decision.targets
             if decision.create_address:
+                if addr is None and not moved and self._forward_only(msg):
+                    return []
                 if access is not None:
                     access.check(Permission.CREATE_ADDRESS, msg.address)
                 node.ensure_address(msg.address, decision.create_address,
@@ -319,6 +323,40 @@ class SendPipeline:
         if forwards:
             msg.forwards = forwards
         return local
+
+    def _forward_only(self, msg: ServerMessage) -> bool:
+        """Route `msg` to an address this node does not have but other nodes'
+        bindings make known (a requester's temporary queue or subscription on
+        another node, the usual case: the reply address), to the members
+        `balancing.remote_only` picks. Nothing is created here: the address
+        belongs to the nodes holding its queues, and an address auto-created
+        for each reply would be stored for ever — and, multicast by
+        default-address-routing-type, would never reach an anycast temporary
+        queue.
+        False: no member takes it; routing goes on as if no node had it
+        (auto-create, dead-letter address, or dropped). Asked only where the
+        address would be auto-created: no cost for a message to an address
+        this node has."""
+        groups = self.node.remote.for_address(msg.address)
+        if not groups:
+            return False
+        positions = self.node.remote.positions(msg.address)
+        grouping = self.node.grouping
+        gid = grouping.group_for(msg.proto, msg.address) if grouping is not None else ""
+
+        def pick(name: str, remote):
+            if gid:
+                return grouping.member(msg, gid, name, None, remote, positions)
+            return _choose(msg, name, None, remote, positions)
+
+        chosen = balancing.remote_only(groups, msg.routing_type, pick, positions)
+        if not chosen:
+            return False
+        forwards: dict = {}
+        for member in chosen:
+            forwards.setdefault(member.link, []).append(member.key)
+        msg.forwards = forwards
+        return True
 
     # ------------------------------------------------------------ staging
 

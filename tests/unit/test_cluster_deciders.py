@@ -8,7 +8,9 @@ from itertools import islice
 import pytest
 
 from services.router.cluster.address_match import AddressMatch
-from services.router.cluster.balancing import OFF, OFF_WITH_REDISTRIBUTION, ON_DEMAND, STRICT, choose
+from services.router.cluster.balancing import (
+    ANYCAST, MULTICAST, OFF, OFF_WITH_REDISTRIBUTION, ON_DEMAND, STRICT, choose, remote_only,
+)
 from services.router.cluster.bridge import gives_up, retry_delays
 
 
@@ -144,3 +146,48 @@ def test_remote_bindings_keep_the_nearest_copy_and_drop_our_own_and_unmatched_ad
     assert changed[-1] == ["orders"]
     reg.drop(to_b)
     assert reg.all() == [] and not reg.for_address("orders")
+
+
+class G(Q):
+    def __init__(self, name, routing_type, **kw):
+        super().__init__(name, **kw)
+        self.routing_type = routing_type
+
+
+def test_an_address_held_only_elsewhere_gives_each_multicast_group_a_copy_and_one_anycast_group_the_message():
+    groups = {"sub1": [G("A.sub1", MULTICAST)], "tmp": [G("A.tmp", ANYCAST), G("C.tmp", ANYCAST)],
+              "sub2": [G("C.sub2", MULTICAST)], "other": [G("A.other", ANYCAST)]}
+    first = lambda name, members: members[0]  # noqa: E731
+    positions: dict[str, int] = {}
+    picked = [[m.name for m in remote_only(groups, 0, first, positions)] for _ in range(3)]
+    assert picked == [["A.sub1", "C.sub2", "A.tmp"], ["A.sub1", "C.sub2", "A.other"], ["A.sub1", "C.sub2", "A.tmp"]]
+    assert [m.name for m in remote_only(groups, ANYCAST, first, {})] == ["A.tmp"]
+    assert [m.name for m in remote_only(groups, MULTICAST, first, {})] == ["A.sub1", "C.sub2"]
+
+
+def test_an_anycast_group_nobody_in_which_takes_the_message_passes_it_to_the_next():
+    groups = {"refuses": [G("A.refuses", ANYCAST, accepts=False)], "takes": [G("B.takes", ANYCAST)]}
+
+    def pick(name, members):
+        return choose(ON_DEMAND, None, members, None, 0)[0]
+    assert [m.name for m in remote_only(groups, 0, pick, {})] == ["B.takes"]
+    assert remote_only({"refuses": groups["refuses"]}, 0, pick, {}) == []  # nobody: routed as before (auto-create…)
+
+
+def test_a_temporary_queues_binding_is_named_as_temporary_and_its_round_robin_goes_with_the_address():
+    from services.router.cluster.bindings import TEMPORARY_MARK, RemoteBindings
+
+    reg = RemoteBindings(lambda addresses: None)
+    link = FakeLink("cc->b")
+    temp = binding("b", "reply", address="reply")
+    temp.temporary = True
+    reg.apply(link, [temp, binding("b", "q1")])
+    [rb] = reg.for_address("reply")["reply"]
+    assert rb.key == "b/reply" + TEMPORARY_MARK and reg.find(rb.key) is rb and rb.to_proto(2).temporary
+    assert reg.find("b/q1").key == "b/q1"
+    reg.positions("reply")["reply"] = 3
+    reg.apply(link, [temp, binding("b", "q1")])
+    assert reg.positions("reply") == {"reply": 3}  # kept while the address is known
+    reg.apply(link, [binding("b", "q1")])  # the requester left
+    reg.apply(link, [temp, binding("b", "q1")])
+    assert reg.positions("reply") == {}  # went with it

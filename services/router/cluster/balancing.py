@@ -9,10 +9,15 @@ subscription name) gets one copy, however many nodes hold that subscription.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, TypeVar
+
+from meshmq.v1 import messages_pb2 as mpb
 
 OFF, STRICT, ON_DEMAND, OFF_WITH_REDISTRIBUTION = "OFF", "STRICT", "ON_DEMAND", "OFF_WITH_REDISTRIBUTION"
+ANYCAST, MULTICAST = mpb.ANYCAST, mpb.MULTICAST
+# In an address's group positions: the round robin over its anycast groups (no queue is named "").
+ANYCAST_GROUPS = ""
 
 
 class Member(Protocol):
@@ -52,3 +57,39 @@ def choose(
             return local, False
     return members[position % len(members)], True
 
+
+
+class Grouped(Protocol):
+    routing_type: int
+
+
+M = TypeVar("M", bound=Grouped)
+
+
+def remote_only(groups: Mapping[str, Sequence[M]], routing_type: int, pick: Callable[[str, Sequence[M]], M | None],
+                positions: dict[str, int]) -> list[M]:
+    """The members that get a message sent to an address this node does not
+    have, whose queue groups are all on other nodes (a requester's reply
+    address): one member of each multicast group (unless the message is
+    anycast), and of one anycast group (unless it is multicast) — the next,
+    round robin over the anycast groups (`positions[ANYCAST_GROUPS]`), whose
+    `pick` takes it. `pick(name, members)` is the member of a group that gets
+    it (`choose` with no local member, or a grouping decision); None: none.
+    Empty: nobody takes it."""
+    chosen: list[M] = []
+    anycast: list[str] = []
+    for name, members in groups.items():
+        if members[0].routing_type == MULTICAST:
+            if routing_type != ANYCAST and (member := pick(name, members)) is not None:
+                chosen.append(member)
+        elif routing_type != MULTICAST:
+            anycast.append(name)
+    start = positions.get(ANYCAST_GROUPS, 0)
+    for i in range(len(anycast)):
+        name = anycast[(start + i) % len(anycast)]
+        member = pick(name, groups[name])
+        if member is not None:
+            chosen.append(member)
+            positions[ANYCAST_GROUPS] = start + i + 1
+            break
+    return chosen

@@ -41,6 +41,10 @@ class Link(Protocol):
     def store_and_forward_queue(self): ...
 
 NO_GROUPS: MappingProxyType = MappingProxyType({})
+# Ends the key (``node_id/queue``) of a temporary queue's binding, so the
+# forwarded message names it as temporary (receiver.py); no queue name holds
+# a control character (addresses.check_name).
+TEMPORARY_MARK = "\x1f"
 
 
 class Wildcards(Protocol):
@@ -82,7 +86,7 @@ class RemoteBinding:
     """A queue on another node, reached through `link`."""
 
     __slots__ = ("node_id", "node_name", "queue", "address", "routing_type", "filter_text", "selector",
-                 "consumer_filters", "consumer_selectors", "hops", "link")
+                 "consumer_filters", "consumer_selectors", "hops", "link", "temporary", "key")
 
     def __init__(self, b: cpb.ClusterBinding, link: Link, cache: dict[str, Selector | None]) -> None:
         self.node_id = b.node_id
@@ -96,10 +100,9 @@ class RemoteBinding:
         self.consumer_selectors = tuple(_selector(f, cache) for f in b.consumer_filters)
         self.hops = b.hops
         self.link = link
-
-    @property
-    def key(self) -> str:
-        return f"{self.node_id}/{self.queue}"
+        self.temporary = b.temporary
+        # What a forwarded message's route names it by (and `find` finds it by).
+        self.key = f"{b.node_id}/{b.queue}" + (TEMPORARY_MARK if b.temporary else "")
 
     def accepts(self, msg) -> bool:
         return self.selector is None or self.selector.matches(msg.lookup)
@@ -111,6 +114,7 @@ class RemoteBinding:
         return cpb.ClusterBinding(
             node_id=self.node_id, node_name=self.node_name, queue=self.queue, address=self.address,
             routing_type=self.routing_type, filter=self.filter_text, consumer_filters=self.consumer_filters, hops=hops,
+            temporary=self.temporary,
         )
 
 
@@ -126,6 +130,10 @@ class RemoteBindings:
         self._on_change = on_change
         self._wildcards = wildcards
         self._wildcard_groups: set[str] = set()  # addresses in _groups that are wildcard addresses
+        # Round-robin positions of addresses this node does not have, routed to
+        # their remote groups only (SendPipeline._forward_only); an existing
+        # address keeps its own (Address.cluster_round_robin).
+        self._positions: dict[str, dict[str, int]] = {}
 
     def apply(self, link: Link, offered: Iterable[cpb.ClusterBinding]) -> None:
         """Replace what `link` offers (a new snapshot; empty: the link is gone)."""
@@ -173,6 +181,9 @@ class RemoteBindings:
                 self._wildcard_groups.add(address)
             else:
                 self._wildcard_groups.discard(address)
+        if self._positions:  # those of addresses no remote binding makes known any more go
+            for address in [a for a in self._positions if not self.for_address(a)]:
+                del self._positions[address]
         self._on_change(addresses)
 
     def for_address(self, address: str):
@@ -188,8 +199,13 @@ class RemoteBindings:
                 groups = merged
         return MappingProxyType(groups) if groups else NO_GROUPS
 
+    def positions(self, address: str) -> dict[str, int]:
+        """The round-robin positions (queue name -> position) of `address`,
+        which this node does not have: kept while remote bindings make it known."""
+        return self._positions.setdefault(address, {})
+
     def find(self, key: str) -> RemoteBinding | None:
-        """The binding routing uses for ``node_id/queue``."""
+        """The binding routing uses for ``node_id/queue`` (TEMPORARY_MARK after a temporary queue's)."""
         return self._best.get(key)
 
     def all(self) -> list[RemoteBinding]:

@@ -46,7 +46,7 @@ def offered_bindings(broker: Broker, source_node_id: str, max_hops: int) -> list
         cpb.ClusterBinding(
             node_id=broker.node_id, node_name=broker.name, queue=q.name, address=q.address,
             routing_type=q.routing_type, filter=q.filter_text,
-            consumer_filters=[c.filter_text for c in q.consumers], hops=1,
+            consumer_filters=[c.filter_text for c in q.consumers], hops=1, temporary=q.temporary,
         )
         for q in broker.queues.values() if not q.name.startswith(INTERNAL_PREFIX)
     ]

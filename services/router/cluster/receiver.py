@@ -23,10 +23,12 @@ from meshmq.errors import BrokerError
 from meshmq.routing_names import INTERNAL_PREFIX
 from meshmq.v1 import cluster_pb2 as cpb
 
+from .. import dead_letter
 from ..duplicates import DuplicateClaim
 from ..large_body import BodyReceiver
 from ..message import ServerMessage
 from ..send_pipeline import StagedSend
+from .bindings import TEMPORARY_MARK
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -179,18 +181,27 @@ class Receiver:
         """The bindings the source chose: our queues, and (in a chain) remote
         bindings further on; if none of them is known any more (or it named
         none: a network link's topic message), the message is routed here as
-        if sent here (so it is not lost)."""
+        if sent here (so it is not lost) — unless it was sent to a temporary
+        queue of ours that is gone (a late reply whose requester left): then
+        it is routed nowhere, as a message no queue takes (`_unroutable`),
+        rather than into a queue auto-created for nobody."""
         b = self.broker
         local = []
         forwards: dict = {}
+        temporary_gone = False
         for key in route_to:
             node_id, _, queue = key.partition("/")
             if node_id == b.node_id:
+                temporary = queue[-1:] == TEMPORARY_MARK
+                if temporary:
+                    queue = queue[:-1]
                 q = b.queues.get(queue)
                 if q is not None and (q.address == msg.address
                                       or (q.home is not None and q.home.wildcard
                                           and b.wildcards.matches(q.address, msg.address))):
                     local.append(q)
+                elif temporary:
+                    temporary_gone = True
             else:
                 rb = b.remote.find(key)
                 if rb is not None:
@@ -199,9 +210,28 @@ class Receiver:
             msg.forwards = forwards
         if local or forwards:
             return local
+        if temporary_gone:
+            return self._unroutable(msg)
         queues = b.sender.route(msg, moved=True)
         msg.forwards = None  # never back into the cluster: the source already balanced it
         return queues
+
+    def _unroutable(self, msg: ServerMessage) -> list:
+        """A message for a temporary queue of ours that is gone: to the
+        dead-letter address when its address settings say
+        send-to-dla-on-no-route, else dropped (as Artemis drops a message
+        whose route-to queue is gone)."""
+        b = self.broker
+        settings = b.settings(msg.address)
+        dla = settings.dead_letter_address
+        if settings.send_to_dla_on_no_route and dla not in (None, msg.address):
+            dead_letter.redirect_unroutable(b, msg, dla)
+            queues = b.sender.route(msg, moved=True)
+            msg.forwards = None
+            return queues
+        log.info("forwarded message to %s from %s dropped: the temporary queue it was sent to is gone",
+                 msg.address, self.source_name)
+        return []
 
     async def _confirm_when_stored(self, batch_id: int, staged: StagedSend) -> None:
         resp = await staged.stored if staged.stored is not None else None
