@@ -305,6 +305,10 @@ AUTO_DELETE_QUEUES_MESSAGE_COUNT: Final = 0
 AUTO_DELETE_ADDRESSES: Final = True
 # auto-delete-addresses-delay: ms an auto-created address must have been without queues before it is deleted.
 AUTO_DELETE_ADDRESSES_DELAY: Final = 0
+# address-queue-scan-period: ms; an auto-created address a message found without queues (it was
+# routed nowhere) is deleted after at most this long unless a queue comes (Artemis's reaper period);
+# -1 = such addresses are kept.
+ADDRESS_QUEUE_SCAN_PERIOD: Final = 30_000
 # default-address-routing-type: routing type of auto-created addresses.
 DEFAULT_ADDRESS_ROUTING_TYPE: Final = "MULTICAST"
 # default-queue-routing-type: routing type of auto-created queues.

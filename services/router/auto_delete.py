@@ -15,7 +15,15 @@ Address settings, as Artemis names them:
 Artemis checks both with a periodic reaper (`address-queue-scan-period`); here
 each wait is one timer on the event loop, armed when the queue loses its last
 consumer (the address its last queue) and checked again when it fires: a delay
-is then measured from that moment, not rounded up to a scan. `should_delete_queue`
+is then measured from that moment, not rounded up to a scan.
+
+An auto-created address that never had a queue (a send to a topic nobody
+subscribes to, a late reply to a requester that left) loses no queue, so
+nothing would arm its timer: it is armed when a message to it was routed
+nowhere, for `address-queue-scan-period` (30 s) or the delay, whichever is
+longer — at most one timer per address, so a topic published to without
+subscribers is dropped and made again at most once a period, not once per
+message (each is a journal row). `should_delete_queue`
 is the decision, pure; `AutoDelete` owns the timers.
 
 A pending timer is not stored: a node restarting within a delay keeps the
@@ -75,8 +83,10 @@ class AutoDelete:
         delete_queue: Callable[[_Queue], None],
         delete_address: Callable[[_Address], None],
         current_address: Callable[[str], _Address | None],
+        scan_period_ms: int = 30_000,
     ) -> None:
         self._settings = settings
+        self._scan_period_ms = scan_period_ms
         self._deletable = queue_deletable
         self._delete_queue = delete_queue
         self._delete_address = delete_address
@@ -133,6 +143,17 @@ class AutoDelete:
             self._delete_address(addr)
             return
         self._cancel_address(addr.name)
+        handle = asyncio.get_running_loop().call_later(delay / 1000, self._address_due, addr)
+        self._address_timers[addr.name] = (addr, handle)
+
+    def address_unrouted(self, addr: _Address) -> None:
+        """Auto-created `addr`, without queues, just routed a message nowhere
+        (auto-delete-addresses is on for it): delete it after the longer of
+        address-queue-scan-period and auto-delete-addresses-delay, unless a
+        queue comes meanwhile or a deletion is already pending."""
+        if self._scan_period_ms < 0 or addr.name in self._address_timers:
+            return
+        delay = max(self._scan_period_ms, self._settings(addr.name).auto_delete_addresses_delay)
         handle = asyncio.get_running_loop().call_later(delay / 1000, self._address_due, addr)
         self._address_timers[addr.name] = (addr, handle)
 

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from meshmq.activation import EpochGrant, local_grant
+from meshmq.config import defaults
 from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.config.wildcards import DEFAULT_SYNTAX, WildcardSyntax
 from meshmq.errors import BrokerError, Reason
@@ -89,6 +90,7 @@ class Broker:
         id_cache_max_bytes: int = -1,
         event_log: bool = True,
         wildcard_syntax: WildcardSyntax | None = DEFAULT_SYNTAX,
+        address_queue_scan_period: int = defaults.ADDRESS_QUEUE_SCAN_PERIOD,
     ) -> None:
         self.name = name
         # journal.event-log-enabled: write the event log analytics reads (two rows per message).
@@ -137,7 +139,7 @@ class Broker:
         self.auto_delete = AutoDelete(
             self.settings, self._auto_deletable,
             lambda q: self.delete_queue(q.name, force=True),
-            self._drop_address, self.addresses_get,
+            self._drop_address, self.addresses_get, address_queue_scan_period,
         )
 
     # ------------------------------------------------------------ lifecycle
@@ -369,6 +371,13 @@ class Broker:
             self.auto_delete.address_unused(addr)
         self.bindings_changed()
         return removed
+
+    def address_unrouted(self, addr: Address) -> None:
+        """A message to auto-created `addr` was routed nowhere: it has no
+        queues, and without one it goes after address-queue-scan-period
+        (auto_delete.py), as Artemis's reaper would take it."""
+        if addr.auto_created and not addr.queues and self.settings(addr.name).auto_delete_addresses:
+            self.auto_delete.address_unrouted(addr)
 
     def addresses_get(self, name: str) -> Address | None:
         """The address named `name` now (None: there is none)."""

@@ -100,6 +100,8 @@ class SendingNode(Protocol):
     def create_queue(self, name: str, address: str, routing_type: int, filter_text: str = "", *,
                      auto_created: bool = False) -> Queue: ...
 
+    def address_unrouted(self, addr: Address) -> None: ...
+
 
 class SendPipeline:
     def __init__(self, node: SendingNode, delivery: Delivery) -> None:
@@ -265,6 +267,8 @@ class SendPipeline:
                     return []
                 if addr is not None and addr.remote and not moved:
                     return self._balance(msg, addr, decision.targets)
+                if not decision.targets and addr is not None and addr.auto_created:
+                    node.address_unrouted(addr)  # an address nothing takes from goes in time
                 return decision.targets
             if decision.create_address:
                 if addr is None and not moved and self._forward_only(msg):

@@ -161,6 +161,7 @@ class RouterNode:
             global_max_size=memory_limit.bytes,
             event_log=config.journal.event_log_enabled,
             wildcard_syntax=config.wildcard_addresses.syntax if config.wildcard_addresses.routing_enabled else None,
+            address_queue_scan_period=config.address_queue_scan_period,
         )
         self.server: grpc.aio.Server | None = None
         self.endpoints: list[str] = []

@@ -103,3 +103,43 @@ async def test_a_queue_created_within_the_address_delay_keeps_the_address(conn):
 async def _count(conn, q: str, n: int) -> bool:
     info = await conn.admin.queue(q)
     return info is not None and info.message_count == n
+
+
+SCAN_S = 0.4  # address-queue-scan-period of the router below
+
+
+@pytest.fixture
+def scanning_router(nodes):
+    return nodes.router("scanner", extra=f"address-queue-scan-period: {int(SCAN_S * 1000)}\n")
+
+
+async def test_an_address_a_message_made_but_no_queue_took_goes_after_the_scan_period(scanning_router):
+    """A topic nobody subscribes to (or a late reply's address): the address the
+    send auto-created has no queue to lose, yet goes, and stays gone after a
+    restart; a subscription made within the period keeps it."""
+    from meshmq.client import connect
+
+    node = scanning_router
+    async with await connect(node.url) as conn:
+        s = await conn.session()
+        p = await s.create_producer()
+        for i in range(5):
+            await p.send(b"to nobody %d" % i, address="nobody.news", routing_type="multicast")
+        sent = time.monotonic()
+        assert not await _address_gone(conn, "nobody.news"), "gone at once: a topic would be made per message"
+        await eventually(lambda: _address_gone(conn, "nobody.news"), 10, "the unused address to be deleted")
+        assert time.monotonic() - sent >= SCAN_S * 0.9
+
+        await p.send(b"first", address="later.news", routing_type="multicast")
+        sub = await s.create_consumer(address="later.news", subscription="late", shared=True)
+        await asyncio.sleep(SCAN_S * 3)  # past the deletion's time: it must not happen
+        assert not await _address_gone(conn, "later.news"), "the address went under its subscription"
+        await p.send(b"second", address="later.news", routing_type="multicast")
+        got = await receive_all(sub, 1)
+        assert [m.body for m in got] == [b"second"]
+        got[0].ack()
+    node.stop()
+    node.start()
+    async with await connect(node.url) as conn:
+        names = {a.name for a in await conn.admin.list_addresses()}
+        assert "nobody.news" not in names and "later.news" in names

@@ -132,3 +132,21 @@ async def test_close_cancels_every_pending_deletion():
     auto.close()
     await asyncio.sleep(0.1)
     assert deleted == [] and auto.pending == 0
+
+
+async def test_an_address_routed_nowhere_waits_the_scan_period_once_and_not_with_minus_one():
+    """address_unrouted: the longer of the scan period and the delay, one timer per
+    address however many messages find it empty; -1 keeps such addresses."""
+    deleted: list[str] = []
+    addr = SimpleNamespace(name="t", queues={})
+    settings = AddressSettingsResolver({"#": AddressSettings(auto_delete_addresses_delay=10)}).resolve
+    ad = AutoDelete(settings, lambda q: True, lambda q: None, lambda a: deleted.append(a.name),
+                    lambda name: addr if name == "t" else None, scan_period_ms=50)
+    ad.address_unrouted(addr)
+    ad.address_unrouted(addr)  # a second message: no second timer, no later deadline
+    assert ad.pending == 1 and deleted == []
+    await eventually(lambda: deleted == ["t"], 5, "the address to go after the scan period")
+    kept = AutoDelete(settings, lambda q: True, lambda q: None, lambda a: deleted.append("kept?"),
+                      lambda name: addr, scan_period_ms=-1)
+    kept.address_unrouted(addr)
+    assert kept.pending == 0
