@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,12 +22,10 @@ from click.testing import CliRunner
 from meshmq.cli.analytics import analytics
 from meshmq.client import connect
 from spark.report import run_report
-from tests.spark.small_jobs import SMALL_JOBS_ARGS
 from tests.spark.workload import NODE_EXTRA, Workload, run_workload, sqlite_url
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 PARQUET_TABLES = (
     "throughput_per_second", "throughput_by_address", "throughput_by_node", "latency_by_address", "latency_histogram",
     "distribution_by_node", "distribution_by_address", "backlog", "ends_by_queue", "audit", "audit_offenders",
@@ -250,36 +245,6 @@ async def test_report_on_postgresql_equals_the_workload(spark_session, nodes, pg
     assert (a["produced"], a["exactly_once"], a["anomalous"]) == (w.enqueued, w.acknowledged, 0)
     assert a["explained_by_fate"] == {"expired": 2, "dead_lettered": 1, "removed": 0, "waiting": 4, "forwarded": 0}
     assert {(b["queue"], b["messages"]) for b in s["backlog"] if b["messages"]} == {("pending", 3), ("DLQ", 1)}
-
-
-# --------------------------------------------------------------------------- the command in its own process
-
-
-def test_the_command_runs_in_its_own_process_with_the_jvm_output_in_a_log(sqlite_cluster, tmp_path):
-    beta = sqlite_cluster["beta"]
-    out = tmp_path / "report"
-    proc = subprocess.run(
-        [sys.executable, "-m", "meshmq.cli.analytics", "report", "--store", beta.url, "--out", str(out),
-         "--master", "local[2]", "--since", str(beta.workload.started_ms), *SMALL_JOBS_ARGS],
-        capture_output=True, text=True, timeout=600, cwd=REPO,  # a guard against a hang, not a speed limit
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "audit    GREEN: 40 produced, 40 acknowledged exactly once" in proc.stdout
-    # stderr holds the progress lines (no terminal here) and nothing else: Java's chatter went to spark.log
-    steps = proc.stderr.splitlines()
-    assert steps and all(line.startswith("analytics: ") for line in steps), proc.stderr
-    assert steps[0].startswith("analytics: starting Spark (local[2])") and steps[-1].startswith("analytics: stopping Spark")
-    assert (out / "spark.log").stat().st_size > 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["totals"]["acknowledged"] == 40
-    # What the user waited for, from the command's start: the JVM's start is in the wall time, not left out.
-    t = summary["timings"]
-    assert 0 < t["spark_start_s"] < t["first_result_s"] < t["wall_s"]
-    assert t["report_s"] == summary["elapsed_s"] and t["spark_start_s"] + t["report_s"] <= t["wall_s"]
-    [done] = [line for line in proc.stdout.splitlines() if line.startswith("  done in ")]
-    assert done.startswith(f"  done in {t['wall_s']:.1f} s wall: Spark started after {t['spark_start_s']:.1f} s, "
-                           f"first result after {t['first_result_s']:.1f} s"), done
 
 
 def test_the_backlog_counts_paged_messages(spark_session, tmp_path):

@@ -64,12 +64,27 @@ async def test_the_report_on_a_standalone_spark_cluster_equals_local(spark_sessi
             capture_output=True, text=True, timeout=600, cwd=REPO,  # a guard against a hang, not a speed limit
             env={**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"})
         assert proc.returncode == 0, proc.stderr + cluster.log_tail()
+        # The command in its own process: stderr holds the progress lines (no terminal here) and nothing
+        # else — Java's chatter went to spark.log —, stdout the summary.
+        steps = proc.stderr.splitlines()
+        assert steps and all(line.startswith("analytics: ") for line in steps), proc.stderr
+        assert steps[0].startswith(f"analytics: starting Spark ({cluster.master})")
+        assert steps[-1].startswith("analytics: stopping Spark")
+        assert (out / "spark.log").stat().st_size > 0
+        assert "audit    GREEN:" in proc.stdout
         # The cluster ran it: the application is listed by the master, finished, with the worker's cores.
         apps = cluster.status()["completedapps"]
         assert [a["name"] for a in apps] == ["meshmq-analytics"] and apps[0]["cores"] >= 1, apps
     finally:
         cluster.stop()
     remote = json.loads((out / "summary.json").read_text())
+    # What the user waited for, from the command's start: the JVM's start is in the wall time, not left out.
+    t = remote["timings"]
+    assert 0 < t["spark_start_s"] < t["first_result_s"] < t["wall_s"]
+    assert t["report_s"] == remote["elapsed_s"] and t["spark_start_s"] + t["report_s"] <= t["wall_s"]
+    [done] = [line for line in proc.stdout.splitlines() if line.startswith("  done in ")]
+    assert done.startswith(f"  done in {t['wall_s']:.1f} s wall: Spark started after {t['spark_start_s']:.1f} s, "
+                           f"first result after {t['first_result_s']:.1f} s"), done
 
     assert remote["totals"]["enqueued"] == local["totals"]["enqueued"] > 0
     assert remote["audit"]["verdict"] == "green"
