@@ -34,6 +34,14 @@ WAITING (still stored), EXPIRED, DEAD_LETTERED, REMOVED (by an operator:
 purge, delete, move — the copy a move makes is a delivery of its own, as a
 dead-letter copy is), or FORWARDED (confirmed to a node whose store is not in
 the report). Explained deliveries are counted, not listed as offenders.
+
+A dead-letter or expiry copy is stored under a new message id on the same
+node, its ENQUEUED naming the original (services/router/dead_letter.py): it
+resolves to the original's root, and its delivery (on the dead-letter or
+expiry queue) is marked `copy_of` DEAD_LETTERED or EXPIRED — audited like any
+other, but counted apart from what producers sent. Every delivery lists its
+`copies`: each stored reference (node, message id) it had, so an anomaly
+spanning two nodes names both.
 """
 
 from __future__ import annotations
@@ -41,7 +49,16 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark.metrics import ACKNOWLEDGED, DEAD_LETTERED, DELIVERED, ENQUEUED, EXPIRED, REMOVED
+from spark.metrics import (
+    ACKNOWLEDGED,
+    DEAD_LETTERED,
+    DELIVERED,
+    ENQUEUED,
+    EXPIRED,
+    PERCENTILES,
+    REMOVED,
+    TRANSPORT_PREFIX,
+)
 
 KEY = ["node_id", "message_id", "queue"]
 SF_PREFIX = "$.meshmq.sf."
@@ -147,10 +164,29 @@ def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, pr
     return deliveries(refs, since, until, roots(refs), report_nodes)
 
 
+def copy_links(refs: DataFrame) -> DataFrame:
+    """node_id, message_id -> copy_of (DEAD_LETTERED or EXPIRED) for each
+    dead-letter or expiry copy: a message stored in a client queue (not an
+    internal one) whose ENQUEUED names an original on the same node that
+    ended DEAD_LETTERED or EXPIRED. (Same-node links are otherwise only a
+    store-and-forward copy's, always in an internal queue.) When the original
+    ended both ways on two queues, the end nearest the copy's ENQUEUED."""
+    col = F.col
+    children = refs.filter((col("from_node_id") == col("node_id")) & ~col("queue").startswith(TRANSPORT_PREFIX)
+                           ).select("node_id", "message_id", "from_node_id", "from_message_id", "enqueued_ts")
+    ends = refs.filter(col("end_kind").isin(DEAD_LETTERED, EXPIRED)).select(
+        col("node_id").alias("from_node_id"), col("message_id").alias("from_message_id"),
+        col("end_kind").alias("_kind"), col("end_ts").alias("_end_ts"))
+    return children.join(ends, ["from_node_id", "from_message_id"]).groupBy("node_id", "message_id").agg(
+        F.min_by("_kind", F.abs(F.coalesce(col("_end_ts") - col("enqueued_ts"), F.lit(0)))).alias("copy_of"))
+
+
 def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, report_nodes: list[str] | None
                ) -> DataFrame:
     col = F.col
-    arrivals = refs.filter(col("from_node_id").isNotNull()).select(
+    copies = copy_links(refs)
+    # A forward or move carried the message on; a dead-letter or expiry copy did not.
+    arrivals = refs.join(copies, ["node_id", "message_id"], "left_anti").filter(col("from_node_id").isNotNull()).select(
         col("from_node_id").alias("node_id"), col("from_message_id").alias("message_id"),
         col("node_id").alias("_target")).distinct()
     arrived_any = arrivals.select("node_id", "message_id").distinct().withColumn("_arrived_any", F.lit(True))
@@ -166,6 +202,7 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
         .join(arrived_any, ["node_id", "message_id"], "left")
         .join(arrived_at, ["node_id", "message_id", "_target"], "left")
         .fillna(False, ["_arrived_any", "_arrived_at"])
+        .join(copies, ["node_id", "message_id"], "left")
     )
     moved = ~is_sf & (col("end_kind") == REMOVED) & (col("acks") == 0) & (col("waiting") == 0) & col("_arrived_any")
     # transport: followed into the target's queue, or (a network subscription's) into a link's sf queue
@@ -201,6 +238,14 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
                             F.when(col("_acks") > 0, col("last_ack_ts"))),
                    F.max_by("message_id", F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0)))).alias("message_id"),
         F.max((col("node_id") != col("root_node_id")).cast("int")).alias("_crossed"),
+        F.first("copy_of", ignorenulls=True).alias("copy_of"),
+        # every stored reference of the delivery, oldest first: an anomaly on two nodes names both
+        F.array_sort(F.collect_list(F.struct(
+            F.coalesce("enqueued_ts", "first_ack_ts", "end_ts").alias("ts"), "node_id", "message_id",
+            col("enq").alias("enqueued"), col("_acks").alias("acknowledged"),
+            F.when(col("_moved") == 1, F.lit("MOVED")).otherwise(
+                F.coalesce(F.when(col("_acks") > 0, F.lit(ACKNOWLEDGED)), col("end_kind"),
+                           F.when(col("waiting") == 1, F.lit(WAITING)))).alias("fate")))).alias("_copies"),
     )
     # Every reference removed and followed elsewhere is a move, except that
     # when all of them were, the last one's REMOVED is how the delivery ended.
@@ -233,9 +278,10 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
         .withColumn("status", F.when(F.size("anomalies") > 0, F.lit(ANOMALY))
                     .when(ack == 1, F.lit(EXACTLY_ONCE)).otherwise(F.lit(EXPLAINED)))
         .withColumn("crossed", col("_crossed") == 1)
+        .withColumn("copies", F.transform("_copies", lambda c: c.dropFields("ts")))
         .select("root_node_id", "root_message_id", "queue", "address", "node_id", "message_id", "enqueued_ts",
                 "enqueued_events", "refs", "moves", "crossed", "acknowledged", "first_ack_ts", "last_ack_ts",
-                "redelivered", "status", "anomaly", "anomalies", "fate")
+                "redelivered", "status", "anomaly", "anomalies", "fate", "copy_of", "copies")
     )
 
 
@@ -259,6 +305,29 @@ def bridge_traffic(refs: DataFrame, since: int, until: int) -> DataFrame:
     )
 
 
+def bridge_latency(refs: DataFrame, since: int, until: int) -> DataFrame:
+    """Per link (node_id, cluster_connection, target_node_id): how long the
+    target took to confirm, from a reference's ENQUEUED in the
+    store-and-forward queue to its ACKNOWLEDGED (the bridge's confirmation,
+    kept out of the consumers' latency): count, min, p50, p90, p99, max, mean."""
+    col = F.col
+    confirmed = refs.filter(col("queue").startswith(SF_PREFIX) & (col("acks") > 0) & (col("enqueued_ts") >= since)
+                            & (col("enqueued_ts") < until))
+    quantiles = ", ".join(str(p) for p in PERCENTILES)
+    return (
+        confirmed.select(
+            "node_id", F.substring_index(col("queue"), ".", -1).alias("target_node_id"),
+            F.regexp_extract(col("queue"), r"^\$\.meshmq\.sf\.(.*)\.[^.]+$", 1).alias("cluster_connection"),
+            (col("first_ack_ts") - col("enqueued_ts")).alias("latency_ms"))
+        .groupBy("node_id", "cluster_connection", "target_node_id")
+        .agg(F.count(F.lit(1)).alias("count"), F.min("latency_ms").alias("min_ms"),
+             F.expr(f"percentile(latency_ms, array({quantiles}))").alias("_p"), F.max("latency_ms").alias("max_ms"),
+             F.avg("latency_ms").alias("mean_ms"))
+        .select("*", *(col("_p")[i].alias(f"p{round(p * 100)}_ms") for i, p in enumerate(PERCENTILES)))
+        .drop("_p")
+    )
+
+
 def offender_sort_key(row: dict) -> tuple:
     """The order of `offenders`, for rows already collected (a cached frame may come back in any order)."""
     return (ANOMALIES.index(row["anomaly"]), row["node_id"], row["queue"], row["message_id"])
@@ -271,27 +340,36 @@ def offenders(audited: DataFrame) -> DataFrame:
 
 
 def summarize(audited: DataFrame) -> dict:
-    """Counts: produced deliveries, exactly once, explained by fate, anomalies
-    by kind (a delivery with two anomalies counts in both), the verdict."""
-    rows = audited.groupBy("status", "fate", "anomalies", "crossed").agg(
+    """Counts: produced deliveries (what producers sent: dead-letter and
+    expiry copies apart, in `copies`), exactly once, explained by fate,
+    anomalies by kind (a delivery with two anomalies counts in both; copies
+    included), the verdict (red when any delivery, copy or not, is an anomaly)."""
+    rows = audited.groupBy("status", "fate", "anomalies", "crossed", "copy_of").agg(
         F.count(F.lit(1)).alias("n"), F.sum("moves").alias("moves"),
         F.sum((F.col("enqueued_events") > 0).cast("long")).alias("produced")).collect()
     explained = {fate.lower(): 0 for fate in FATES if fate != UNACCOUNTED}
     anomalies = {a.lower(): 0 for a in ANOMALIES}
     out = {"produced": 0, "exactly_once": 0, "explained": 0, "anomalous": 0, "crossed_nodes": 0, "moves": 0}
+    copies = {"dead_lettered": 0, "expired": 0, "exactly_once": 0, "explained": 0, "anomalous": 0,
+              "explained_by_fate": {fate.lower(): 0 for fate in FATES if fate != UNACCOUNTED}}
     for row in rows:
         n = int(row["n"])
-        out["produced"] += int(row["produced"])
         out["moves"] += int(row["moves"] or 0)
-        out["crossed_nodes"] += n if row["crossed"] else 0
-        if row["status"] == EXACTLY_ONCE:
-            out["exactly_once"] += n
-        elif row["status"] == EXPLAINED:
-            out["explained"] += n
-            explained[row["fate"].lower()] += n
+        counts, by_fate = (out, explained) if row["copy_of"] is None else (copies, copies["explained_by_fate"])
+        if row["copy_of"] is None:
+            out["produced"] += int(row["produced"])
+            out["crossed_nodes"] += n if row["crossed"] else 0
         else:
-            out["anomalous"] += n
+            copies[row["copy_of"].lower()] += n
+        if row["status"] == EXACTLY_ONCE:
+            counts["exactly_once"] += n
+        elif row["status"] == EXPLAINED:
+            counts["explained"] += n
+            by_fate[row["fate"].lower()] += n
+        else:
+            counts["anomalous"] += n
             for a in row["anomalies"]:
                 anomalies[a.lower()] += n
-    return {**out, "explained_by_fate": explained, "anomalies": anomalies,
-            "verdict": "red" if out["anomalous"] else "green"}
+    red = out["anomalous"] + copies["anomalous"] > 0
+    return {**out, "explained_by_fate": explained, "copies": copies, "anomalies": anomalies,
+            "verdict": "red" if red else "green"}

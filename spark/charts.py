@@ -239,7 +239,7 @@ def distribution_chart(per_node: list[dict], path: Path) -> Chart:
     """Messages enqueued per node for each address (the busiest addresses):
     grouped bars, so an uneven spread shows at a glance.
 
-    per_node: dicts with address, node_name, enqueued.
+    per_node: dicts with address, node_name, messages.
     """
     chart = Chart(path)
     fig = _figure()
@@ -250,18 +250,18 @@ def distribution_chart(per_node: list[dict], path: Path) -> Chart:
         return chart
     totals: dict[str, int] = {}
     for r in per_node:
-        totals[r["address"]] = totals.get(r["address"], 0) + r["enqueued"]
+        totals[r["address"]] = totals.get(r["address"], 0) + r["messages"]
     addresses = sorted(totals, key=lambda a: (-totals[a], a))[:MAX_ADDRESSES]
     nodes = sorted({r["node_name"] for r in per_node})
     colours = node_colours(nodes)
-    counts = {(r["address"], r["node_name"]): r["enqueued"] for r in per_node}
+    counts = {(r["address"], r["node_name"]): r["messages"] for r in per_node}
     width = 0.8 / max(1, len(nodes))
     for i, node in enumerate(nodes):
         ax.bar([a + (i - (len(nodes) - 1) / 2) * width for a in range(len(addresses))],
                [counts.get((addr, node), 0) for addr in addresses], width=width, label=node, color=colours[node])
         chart.series[node] = colours[node]
     ax.set_xticks(list(range(len(addresses))), addresses, rotation=20, ha="right", fontsize="small")
-    ax.set_ylabel("messages enqueued")
+    ax.set_ylabel("messages")
     ax.set_title("Per-node distribution of each address's messages")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(title="node", fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))

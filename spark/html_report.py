@@ -63,6 +63,15 @@ _ANOMALY_TEXT = {
 SHOWN_OFFENDERS = 200
 
 
+_COPY_TEXT = {"DEAD_LETTERED": "dead-letter copy", "EXPIRED": "expiry copy"}
+
+
+def _copy_text(c: dict) -> str:
+    """One stored reference of a delivery: the node's name, the message id there, what became of it."""
+    fate = (c.get("fate") or "unaccounted").lower().replace("_", " ")
+    return f"{c.get('node_name') or c['node_id']} #{c['message_id']}: {fate}"
+
+
 def _figure(label: str, value: str, detail: str = "") -> str:
     more = f'<div class="detail">{escape(detail)}</div>' if detail else ""
     return f'<div class="fig"><div class="label">{escape(label)}</div><div class="value">{value}</div>{more}</div>'
@@ -87,7 +96,7 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
     anomaly_counts = [f"{n:,} {_ANOMALY_TEXT[k.upper()]}" for k, n in audit["anomalies"].items() if n]
     ex = audit["explained_by_fate"]
     if red:
-        verdict = f"{audit['anomalous']:,} message(s) not delivered exactly once: " + "; ".join(anomaly_counts)
+        verdict = f"{audit['offenders_total']:,} message(s) not delivered exactly once: " + "; ".join(anomaly_counts)
     else:
         verdict = "every message delivered exactly once or accounted for"
     parts.append(f'<div id="verdict" class="verdict {"red" if red else "green"}">'
@@ -95,10 +104,13 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
     for note in s.get("notes", []):
         parts.append(f'<p class="note">{escape(note)}</p>')
     lat = s["latency_ms"]["all"] or {}
+    cp = audit["copies"]
+    copies = (f"; {cp['dead_lettered']:,} dead-letter and {cp['expired']:,} expiry copies apart"
+              if cp["dead_lettered"] or cp["expired"] else "")
     backlog = sum(b["messages"] for b in s["backlog"])
     parts.append('<div id="key-figures" class="figs">' + "".join([
         _figure("messages produced", _num(audit["produced"]),
-                f"{audit['exactly_once']:,} acknowledged exactly once"),
+                f"{audit['exactly_once']:,} acknowledged exactly once{copies}"),
         _figure("explained, not acknowledged", _num(audit["explained"]),
                 f"{ex['waiting']:,} waiting, {ex['expired']:,} expired, {ex['dead_lettered']:,} dead-lettered, "
                 f"{ex['removed']:,} removed, {ex['forwarded']:,} forwarded out of the report"),
@@ -118,14 +130,16 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
         parts.append('<h2 id="anomalies">Anomalies</h2>')
         rows = []
         for o in offenders[:SHOWN_OFFENDERS]:
-            cells = [o.get("node_name") or o["node_id"], o["queue"], o["address"], o["message_id"],
-                     f"{o['root_node_id'][:8]}…/{o['root_message_id']}", ", ".join(
+            copy_of = f" ({_COPY_TEXT[o['copy_of']]})" if o.get("copy_of") else ""
+            cells = [o.get("node_name") or o["node_id"], o["queue"], o["address"],
+                     f"{o.get('root_node_name') or o['root_node_id']}/{o['root_message_id']}{copy_of}",
+                     "; ".join(_copy_text(c) for c in o.get("copies") or []), ", ".join(
                          _ANOMALY_TEXT[a] for a in o["anomalies"]), o["enqueued_events"], o["acknowledged"],
                      o["redelivered"], o["fate"], iso(o["enqueued_ts"]) or "–"]
             rows.append('<tr class="anomaly">' + "".join(
                 f'<td class="{"l" if i < 6 else ""}">{_num(v)}</td>' for i, v in enumerate(cells)) + "</tr>")
-        head = ["node", "queue", "address", "message id", "produced as", "anomaly", "enqueued", "acknowledged",
-                "redelivered", "fate", "enqueued at"]
+        head = ["node", "queue", "address", "produced as", "copies (node #message id)", "anomaly", "enqueued",
+                "acknowledged", "redelivered", "fate", "enqueued at"]
         parts.append("<table><tr>" + "".join(f'<th class="{"l" if i < 6 else ""}">{escape(h)}</th>'
                                              for i, h in enumerate(head)) + "</tr>" + "".join(rows) + "</table>")
         parts.append(f'<p class="meta">{audit["offenders_total"]:,} anomalies in all; every one is in '
@@ -150,18 +164,28 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
     ))
     parts.append("<h2>Exactly-once audit</h2>")
     parts.append(_table(
-        ["produced", "exactly once", "anomalous", "waiting", "expired", "dead-lettered", "removed", "forwarded out",
-         "crossed nodes", "moves"],
-        [[audit["produced"], audit["exactly_once"], audit["anomalous"], ex["waiting"], ex["expired"],
-          ex["dead_lettered"], ex["removed"], ex["forwarded"], audit["crossed_nodes"], audit["moves"]]], left=0))
+        ["", "produced", "exactly once", "anomalous", "waiting", "expired", "dead-lettered", "removed",
+         "forwarded out", "crossed nodes", "moves"],
+        [["sent by producers", audit["produced"], audit["exactly_once"], audit["anomalous"], ex["waiting"],
+          ex["expired"], ex["dead_lettered"], ex["removed"], ex["forwarded"], audit["crossed_nodes"], audit["moves"]],
+         [f"dead-letter ({cp['dead_lettered']:,}) and expiry ({cp['expired']:,}) copies",
+          cp["dead_lettered"] + cp["expired"], cp["exactly_once"], cp["anomalous"],
+          *(cp["explained_by_fate"][k] for k in ("waiting", "expired", "dead_lettered", "removed", "forwarded")),
+          "–", "–"]], left=1))
     parts.append(_table(["anomaly", "deliveries"],
                         [[_ANOMALY_TEXT[k.upper()], n] for k, n in audit["anomalies"].items()]))
     parts.append("<h2>Bridges (forwarded per link)</h2>")
     parts.append(_table(
-        ["from node", "cluster connection", "to node", "queued", "forwarded (confirmed)", "arrived", "waiting"],
+        ["from node", "cluster connection", "to node", "queued", "forwarded (confirmed)", "arrived", "waiting",
+         "confirm p50 ms", "confirm p99 ms", "confirm max ms"],
         [[b["node_name"], b["cluster_connection"], b["target_node_name"] or b["target_node_id"], b["queued"],
-          b["forwarded"], b["arrived"] if b["target_node_name"] else "store not in report", b["waiting"]]
+          b["forwarded"], b["arrived"] if b["target_node_name"] else "store not in report", b["waiting"],
+          *((b["confirm_latency_ms"] or {}).get(k) for k in ("p50_ms", "p99_ms", "max_ms"))]
          for b in s["bridges"]], left=3))
+    parts.append('<p class="meta">Confirm latency: from a message\'s store-and-forward ENQUEUED to the target\'s '
+                 "confirmation (the bridge's acknowledgement), never counted in the consumers' latency or "
+                 f"throughput ({s['transport']['enqueued']:,} stored for forwarding, "
+                 f"{s['transport']['acknowledged']:,} confirmed in the window).</p>")
     parts.append("<h2>Where messages ended up</h2>")
     parts.append(_table(["produced on", "ended on", "fate", "deliveries"],
                         [[r["produced_on_name"], r["ended_on_name"], r["fate"], r["count"]]
@@ -180,7 +204,7 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
           a["enqueued_per_active_s"], a["enqueued_per_window_s"], a["peak_enqueued_per_s"],
           a["peak_acknowledged_per_s"]] for a in s["throughput"]["by_address"]],
     ))
-    parts.append("<h2>Latency (enqueue → acknowledge)</h2>")
+    parts.append("<h2>Latency (enqueue → a consumer's acknowledge)</h2>")
     head = ["acks", "min ms", "p50 ms", "p90 ms", "p99 ms", "max ms", "mean ms"]
 
     def stats(r: dict) -> list:

@@ -28,6 +28,12 @@ EXPIRED = "EXPIRED"
 DEAD_LETTERED = "DEAD_LETTERED"
 REMOVED = "REMOVED"
 
+#: The router's internal queues: store-and-forward (``$.meshmq.sf.``) and a link's
+#: network subscriptions (``$.meshmq.net.``). No client can create or consume one
+#: (meshmq/routing_names.py): their references are transport, their ACKNOWLEDGED
+#: a bridge's confirmation, not a consumer's.
+TRANSPORT_PREFIX = "$.meshmq."
+
 PERCENTILES = (0.5, 0.9, 0.99)
 #: Latency histogram: bin 0 is <= 0 ms, then 10 log-spaced bins per decade from 1 ms.
 BINS_PER_DECADE = 10
@@ -35,6 +41,18 @@ BINS_PER_DECADE = 10
 
 def in_window(events: DataFrame, since: int, until: int) -> DataFrame:
     return events.filter((F.col("ts") >= since) & (F.col("ts") < until))
+
+
+def is_transport():
+    """True for an event of an internal queue (TRANSPORT_PREFIX)."""
+    return F.col("queue").startswith(TRANSPORT_PREFIX)
+
+
+def consumer_view(win: DataFrame) -> DataFrame:
+    """The events of the queues clients use: throughput, latency and the
+    series leave transport out (a forwarded message is enqueued and
+    acknowledged once, where its consumer is; bridge_latency shows the links)."""
+    return win.filter(~is_transport())
 
 
 def _is(kind: str):
@@ -75,12 +93,14 @@ def throughput_by(per_second: DataFrame, keys: list[str], seconds: float) -> Dat
     )
 
 
-def messages_by_address(win: DataFrame) -> DataFrame:
-    """Distinct messages per address (a multicast message enqueued on three
-    subscriptions is three ENQUEUED events but one message)."""
+def messages_by_address(deliveries: DataFrame) -> DataFrame:
+    """Distinct messages per address, by the audit's key (root node and
+    message id, which a forwarded or moved copy keeps): a multicast message
+    enqueued on three subscriptions is one message, and so is one forwarded
+    to another node. `deliveries`: the audit's rows (spark/audit.py)."""
     return (
-        win.filter(F.col("kind") == ENQUEUED)
-        .select("address", "node_id", "message_id")
+        deliveries.filter(F.col("enqueued_events") > 0)
+        .select("address", "root_node_id", "root_message_id")
         .distinct()
         .groupBy("address")
         .agg(F.count(F.lit(1)).alias("messages"))
@@ -207,33 +227,35 @@ def latency_histogram(win: DataFrame) -> DataFrame:
     return counted.select("address", "bin", lower.alias("lower_ms"), upper.alias("upper_ms"), "count")
 
 
-def distribution(win: DataFrame, nodes: DataFrame) -> tuple[DataFrame, DataFrame]:
+def distribution(placed: DataFrame, nodes: DataFrame) -> tuple[DataFrame, DataFrame]:
     """How evenly each address's messages were spread over the nodes.
 
-    Returns (per_node, per_address): per_node has address, node_id, node_name,
-    enqueued, share (of the address's total; every node of the report appears,
-    with 0 where it got none); per_address has nodes, total, min, max, mean,
-    cv (population stddev / mean) and max_over_mean (1.0 = perfectly even).
+    `placed`: one row (address, node_id) per message on a queue, on the node
+    where it ended up — the audit's deliveries, so a forwarded or moved
+    message counts once, on the node that took it, never also on the node
+    that relayed it. Returns (per_node, per_address): per_node has address,
+    node_id, node_name, messages, share (of the address's total; every node
+    of the report appears, with 0 where it got none); per_address has nodes,
+    total, min, max, mean, cv (population stddev / mean) and max_over_mean
+    (1.0 = perfectly even).
     """
-    counts = win.filter(F.col("kind") == ENQUEUED).groupBy("address", "node_id").agg(
-        F.count(F.lit(1)).alias("enqueued")
-    )
+    counts = placed.groupBy("address", "node_id").agg(F.count(F.lit(1)).alias("messages"))
     grid = (
         counts.select("address").distinct().crossJoin(nodes.select("node_id", "node_name"))
         .join(counts, ["address", "node_id"], "left")
-        .fillna(0, ["enqueued"])
+        .fillna(0, ["messages"])
     )
-    total = F.sum("enqueued").over(W.partitionBy("address"))
-    per_node = grid.withColumn("share", F.col("enqueued") / total)
+    total = F.sum("messages").over(W.partitionBy("address"))
+    per_node = grid.withColumn("share", F.col("messages") / total)
     per_address = (
         grid.groupBy("address")
         .agg(
             F.count(F.lit(1)).alias("nodes"),
-            F.sum("enqueued").alias("total"),
-            F.min("enqueued").alias("min"),
-            F.max("enqueued").alias("max"),
-            F.avg("enqueued").alias("mean"),
-            F.stddev_pop("enqueued").alias("_sd"),
+            F.sum("messages").alias("total"),
+            F.min("messages").alias("min"),
+            F.max("messages").alias("max"),
+            F.avg("messages").alias("mean"),
+            F.stddev_pop("messages").alias("_sd"),
         )
         .withColumn("cv", F.col("_sd") / F.col("mean"))
         .withColumn("max_over_mean", F.col("max") / F.col("mean"))

@@ -14,7 +14,7 @@ Output directory layout:
                             latency_histogram, distribution_by_node,
                             distribution_by_address, backlog, ends_by_queue,
                             latency_by_node, audit, audit_offenders,
-                            bridge_traffic, message_ends
+                            bridge_traffic, bridge_latency, message_ends
     spark.log               the JVM's output (when the CLI started Spark)
 """
 
@@ -138,39 +138,7 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     win = metrics.in_window(events.filter(snapshot_condition(nodes)), since, until)
 
     tables = _Tables(out / "parquet")
-    step("throughput")
-    totals = metrics.totals(win)
-    in_window = sum(totals.values())
-    if in_window == 0:
-        span = ", ".join(f"{n.node_name}: {iso(n.first_ts)} .. {iso(n.last_ts)}" for n in with_events)
-        notes.append(f"no events in the window; the stores' events span {span}")
-    per_second = tables.write("throughput_per_second", metrics.throughput_per_second(win))
-    by_address = metrics.throughput_by(per_second, ["address"], seconds).join(
-        metrics.messages_by_address(win), "address", "left"
-    ).fillna(0, ["messages"])
-    by_address_rows = tables.write_collect("throughput_by_address", by_address, sort=("address",))
-    by_node = nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds), "node_id", "left").fillna(0)
-    by_node_rows = tables.write_collect("throughput_by_node", by_node, sort=("node_name", "node_id"))
-
-    step("latency")
-    latency_rows = tables.write_collect("latency_by_address", metrics.latency_by_address(win), sort=("address",))
-    latency_node_rows = tables.write_collect(
-        "latency_by_node", metrics.latency_by_node(win).join(nodes_df, "node_id", "left"), sort=("node_name",))
-    overall = metrics.latency_overall(win).collect()[0].asDict()
-    histogram = tables.write("latency_histogram", metrics.latency_histogram(win))
-    histogram_all = _rows(histogram.groupBy("bin", "lower_ms", "upper_ms").agg(F.sum("count").alias("count")), ("bin",))
-
-    step("distribution over nodes")
-    per_node, per_address = metrics.distribution(win, nodes_df)
-    per_node_rows = tables.write_collect("distribution_by_node", per_node, sort=("address", "node_name", "node_id"))
-    per_address_rows = tables.write_collect("distribution_by_address", per_address, sort=("address",))
-
-    step("backlog, expired and dead-lettered")
-    backlog_rows = tables.write_collect("backlog", metrics.backlog(queues, waiting, nodes_df, now),
-                                        sort=("node_name", "queue"))
-    backlog_rows.sort(key=lambda r: -r["messages"])  # stable: busiest first, then by node and queue
-    ends_rows = tables.write_collect("ends_by_queue", metrics.ends_by_queue(win), sort=("address", "queue"))
-
+    # The audit first: the distinct messages and the distribution count its deliveries.
     step("exactly-once audit")
     names = {n.node_id: n.node_name for n in nodes}
     waiting_keys = waiting.join(queues.select("node_id", "queue_id", "queue"), ["node_id", "queue_id"])
@@ -183,12 +151,18 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     # Join first, then order: a join reshuffles rows, so ordering before it would be lost.
     offenders = tables.write("audit_offenders", audit_mod.offenders(audited.join(nodes_df, "node_id", "left")))
     offender_rows = sorted(
-        (r.asDict() for r in offenders.limit(offenders_limit).collect()), key=audit_mod.offender_sort_key
+        (_name_copies(r.asDict(recursive=True), names) for r in offenders.limit(offenders_limit).collect()),
+        key=audit_mod.offender_sort_key,
     )
     bridge_rows = tables.write_collect("bridge_traffic", audit_mod.bridge_traffic(refs, since, until),
                                        sort=("node_id", "cluster_connection", "target_node_id"))
+    confirm_rows = tables.write_collect("bridge_latency", audit_mod.bridge_latency(refs, since, until))
+    confirms = {(r["node_id"], r["cluster_connection"], r["target_node_id"]): r for r in confirm_rows}
     for r in bridge_rows:
         r["node_name"], r["target_node_name"] = names.get(r["node_id"], r["node_id"]), names.get(r["target_node_id"])
+        c = confirms.get((r["node_id"], r["cluster_connection"], r["target_node_id"]))
+        r["confirm_latency_ms"] = ({k: c[k] for k in ("count", "min_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms",
+                                                     "mean_ms")} if c else None)
     end_rows = tables.write_collect("message_ends", audited.groupBy(
         F.col("root_node_id").alias("produced_on"), F.col("node_id").alias("ended_on"), "fate").count(),
         sort=("produced_on", "ended_on", "fate"))
@@ -196,9 +170,47 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
         r["produced_on_name"] = names.get(r["produced_on"], r["produced_on"])
         r["ended_on_name"] = names.get(r["ended_on"], r["ended_on"])
 
+    # Throughput, latency and the series are of the queues clients use: the
+    # internal (store-and-forward) queues are transport, shown in `bridges`.
+    app = metrics.consumer_view(win)
+    step("throughput")
+    totals = metrics.totals(app)
+    transport = metrics.totals(win.filter(metrics.is_transport()))
+    in_window = sum(totals.values()) + sum(transport.values())
+    if in_window == 0:
+        span = ", ".join(f"{n.node_name}: {iso(n.first_ts)} .. {iso(n.last_ts)}" for n in with_events)
+        notes.append(f"no events in the window; the stores' events span {span}")
+    per_second = tables.write("throughput_per_second", metrics.throughput_per_second(app))
+    by_address = metrics.throughput_by(per_second, ["address"], seconds).join(
+        metrics.messages_by_address(audited), "address", "left"
+    ).fillna(0, ["messages"])
+    by_address_rows = tables.write_collect("throughput_by_address", by_address, sort=("address",))
+    by_node = nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds), "node_id", "left").fillna(0)
+    by_node_rows = tables.write_collect("throughput_by_node", by_node, sort=("node_name", "node_id"))
+
+    step("latency")
+    latency_rows = tables.write_collect("latency_by_address", metrics.latency_by_address(app), sort=("address",))
+    latency_node_rows = tables.write_collect(
+        "latency_by_node", metrics.latency_by_node(app).join(nodes_df, "node_id", "left"), sort=("node_name",))
+    overall = metrics.latency_overall(app).collect()[0].asDict()
+    histogram = tables.write("latency_histogram", metrics.latency_histogram(app))
+    histogram_all = _rows(histogram.groupBy("bin", "lower_ms", "upper_ms").agg(F.sum("count").alias("count")), ("bin",))
+
+    step("distribution over nodes")
+    placed = audited.filter(F.col("enqueued_events") > 0).select("address", "node_id")
+    per_node, per_address = metrics.distribution(placed, nodes_df)
+    per_node_rows = tables.write_collect("distribution_by_node", per_node, sort=("address", "node_name", "node_id"))
+    per_address_rows = tables.write_collect("distribution_by_address", per_address, sort=("address",))
+
+    step("backlog, expired and dead-lettered")
+    backlog_rows = tables.write_collect("backlog", metrics.backlog(queues, waiting, nodes_df, now),
+                                        sort=("node_name", "queue"))
+    backlog_rows.sort(key=lambda r: -r["messages"])  # stable: busiest first, then by node and queue
+    ends_rows = tables.write_collect("ends_by_queue", metrics.ends_by_queue(win), sort=("address", "queue"))
+
     step("charts and HTML")
     bucket = metrics.chart_bucket_seconds(seconds)
-    series_rows = _rows(metrics.over_time(win, since, bucket))
+    series_rows = _rows(metrics.over_time(app, since, bucket))
     changes = _rows(metrics.backlog_changes(events.filter(snapshot_condition(nodes)), since, until, bucket))
     backlog_now = sum(r["messages"] for r in backlog_rows)
     timeseries = metrics.fill_series(series_rows, changes, backlog_now, since, until, bucket, names)
@@ -237,6 +249,7 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
         "events_read": events_read,
         "events_in_window": in_window,
         "totals": totals,
+        "transport": transport,
         "rates": rates,
         "throughput": {"by_address": by_address_rows, "by_node": by_node_rows},
         "latency_ms": {"all": overall if overall.get("count") else None, "by_address": latency_rows,
@@ -244,7 +257,7 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
         "distribution": _distribution_summary(per_address_rows, per_node_rows),
         "backlog": backlog_rows,
         "ends": ends_rows,
-        "audit": {**audit_summary, "offenders_total": audit_summary["anomalous"], "offenders": offender_rows},
+        "audit": {**audit_summary, "offenders_total": audit_summary["anomalous"] + audit_summary["copies"]["anomalous"], "offenders": offender_rows},
         "bridges": bridge_rows,
         "message_ends": end_rows,
         "timeseries": timeseries,
@@ -284,6 +297,14 @@ def _rows(frame, sort: tuple[str, ...] = ()) -> list[dict]:
     return rows
 
 
+def _name_copies(row: dict, names: dict[str, str]) -> dict:
+    """An offender with the name of the node it was produced on and of each of its copies' nodes."""
+    row["root_node_name"] = names.get(row["root_node_id"], row["root_node_id"])
+    for c in row.get("copies") or []:
+        c["node_name"] = names.get(c["node_id"], c["node_id"])
+    return row
+
+
 def _union(frames: list):
     return reduce(lambda a, b: a.unionByName(b), frames)
 
@@ -291,7 +312,7 @@ def _union(frames: list):
 def _distribution_summary(per_address: list[dict], per_node: list[dict]) -> list[dict]:
     by_address: dict[str, dict[str, int]] = {}
     for r in per_node:
-        by_address.setdefault(r["address"], {})[r["node_name"]] = r["enqueued"]
+        by_address.setdefault(r["address"], {})[r["node_name"]] = r["messages"]
     return [{**r, "per_node": by_address.get(r["address"], {})} for r in per_address]
 
 

@@ -227,9 +227,13 @@ def _print_summary(s: dict) -> None:
     waiting = sum(b["messages"] for b in s["backlog"])
     click.echo(f"  backlog  {waiting:,} message(s) waiting in {sum(1 for b in s['backlog'] if b['messages'])} queue(s)")
     anomalies = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in a["anomalies"].items() if n)
+    cp = a.get("copies") or {}
+    copies = cp.get("dead_lettered", 0) + cp.get("expired", 0)
     click.echo(f"  audit    {a['verdict'].upper()}: {a['produced']:,} produced, {a['exactly_once']:,} acknowledged "
                f"exactly once, {a['explained']:,} explained, {a['anomalous']:,} anomalous"
-               + (f" ({anomalies})" if anomalies else ""))
+               + (f" ({anomalies})" if anomalies else "")
+               + (f"; {copies:,} dead-letter/expiry copies ({cp['dead_lettered']:,} dead-letter, "
+                  f"{cp['expired']:,} expiry, {cp['anomalous']:,} anomalous)" if copies else ""))
     for note in s.get("notes", []):
         click.secho(f"  note: {note}", fg="yellow")
     t = s.get("timings") or {"wall_s": s["elapsed_s"], "spark_start_s": 0.0, "first_result_s": 0.0,

@@ -2,7 +2,8 @@
 
 Three steps the broker takes apart from routing: a message that reached
 max-delivery-attempts or expired is copied to the dead-letter or expiry
-address with the `_AMQ_ORIG_*` properties Artemis sets, and its original
+address with the `_AMQ_ORIG_*` properties Artemis sets (its journal
+ENQUEUED event names the original, for analytics), and its original
 reference released (`move`; `_AMQ_ORIG_ROUTING_TYPE` is the routing type of
 the queue it died on, "ANYCAST" or "MULTICAST", so that a retry after that
 queue is gone sends it to its address as it had reached it); a message no queue takes is redirected to the
@@ -54,6 +55,7 @@ class MovingNode(QueueMaker, Protocol):
 
     delivery: Delivery
     sender: Resending
+    node_id: str
 
     def next_message_id(self) -> int: ...
 
@@ -95,6 +97,9 @@ def move(broker: MovingNode, ref: Ref, target: str | None, kind: int) -> None:
         props["_AMQ_ACTUAL_EXPIRY"].int_value = now_ms()
     copy.expiration = 0
     moved = server_message(copy)
+    # The copy's ENQUEUED names the original (events.from_node_id/from_message_id),
+    # so analytics counts it as a copy of that message, not as one more produced.
+    moved.origin = (broker.node_id, src.id)
     ensure_target(broker, target)
     broker.delivery.enqueue_when_stored(transfer(broker, ref, moved, broker.sender.route(moved, moved=True), kind))
 

@@ -65,6 +65,9 @@ def test_every_kind_of_anomaly_and_every_explained_state(spark_session):
         "explained_by_fate": {"waiting": 1, "expired": 1, "dead_lettered": 1, "removed": 1, "forwarded": 0},
         "anomalies": {"acknowledged_without_enqueue": 1, "delivered_without_enqueue": 1,
                       "acknowledged_more_than_once": 1, "enqueued_more_than_once": 1, "never_acknowledged": 1},
+        "copies": {"dead_lettered": 0, "expired": 0, "exactly_once": 0, "explained": 0, "anomalous": 0,
+                   "explained_by_fate": {"waiting": 0, "expired": 0, "dead_lettered": 0, "removed": 0,
+                                         "forwarded": 0}},
         "verdict": "red",
     }
     # offenders are the anomalies only, the worst first
@@ -136,6 +139,46 @@ def test_a_message_forwarded_twice_and_delivered_twice_is_flagged(spark_session)
     row = rows["nA", 1, "orders"]
     assert (row["status"], row["anomalies"], row["enqueued_events"], row["acknowledged"]) == (
         "ANOMALY", ["ACKNOWLEDGED_MORE_THAN_ONCE", "ENQUEUED_MORE_THAN_ONCE"], 2, 2)
+    # both copies named, oldest first; the store-and-forward reference (transport) is not one
+    assert [(c["node_id"], c["message_id"], c["acknowledged"], c["fate"]) for c in row["copies"]] == [
+        ("nB", 501, 1, "ACKNOWLEDGED"), ("nB", 777, 1, "ACKNOWLEDGED")]
+
+
+def test_dead_letter_and_expiry_copies_are_linked_to_their_originals_and_counted_apart(spark_session):
+    events = [
+        # dead-lettered; its copy waits on DLQ
+        ev(ENQUEUED, T0, node="nA", mid=1, address="orders"), ev(DEAD_LETTERED, T0 + 5, node="nA", mid=1, address="orders"),
+        ev(ENQUEUED, T0 + 5, node="nA", mid=50, address="DLQ", came_from=("nA", 1)),
+        # expired; its copy on the expiry queue was consumed
+        ev(ENQUEUED, T0, node="nA", mid=2, address="orders"), ev(EXPIRED, T0 + 6, node="nA", mid=2, address="orders"),
+        ev(ENQUEUED, T0 + 6, node="nA", mid=51, address="Expiry", came_from=("nA", 2)),
+        ev(ACK, T0 + 9, node="nA", mid=51, address="Expiry"),
+        # a multicast message stored here and forwarded (its store-and-forward copy names it: not a dead-letter
+        # copy), then dead-lettered here
+        ev(ENQUEUED, T0, node="nA", mid=3, address="news"),
+        ev(ENQUEUED, T0, node="nA", mid=60, address="news", queue=SF_TO_B, came_from=("nA", 3)),
+        ev(ACK, T0 + 2, node="nA", mid=60, address="news", queue=SF_TO_B),
+        ev(ENQUEUED, T0 + 1, node="nB", mid=501, address="news", queue="news.b", came_from=("nA", 60)),
+        ev(ACK, T0 + 3, node="nB", mid=501, address="news", queue="news.b"),
+        ev(DEAD_LETTERED, T0 + 7, node="nA", mid=3, address="news"),
+        ev(ENQUEUED, T0 + 7, node="nA", mid=52, address="DLQ", came_from=("nA", 3)),
+    ]
+    rows, audited = run(spark_session, events, waiting=[("nA", 50, "DLQ"), ("nA", 52, "DLQ")],
+                        report_nodes=["nA", "nB"])
+    assert {k: (r["status"], r["fate"], r["copy_of"], r["message_id"]) for k, r in rows.items()} == {
+        ("nA", 1, "orders"): ("EXPLAINED", "DEAD_LETTERED", None, 1),
+        ("nA", 1, "DLQ"): ("EXPLAINED", "WAITING", "DEAD_LETTERED", 50),
+        ("nA", 2, "orders"): ("EXPLAINED", "EXPIRED", None, 2),
+        ("nA", 2, "Expiry"): ("EXACTLY_ONCE", "ACKNOWLEDGED", "EXPIRED", 51),
+        ("nA", 3, "news"): ("EXPLAINED", "DEAD_LETTERED", None, 3),
+        ("nA", 3, "news.b"): ("EXACTLY_ONCE", "ACKNOWLEDGED", None, 501),
+        ("nA", 3, "DLQ"): ("EXPLAINED", "WAITING", "DEAD_LETTERED", 52),
+    }
+    s = audit.summarize(audited)
+    assert (s["produced"], s["exactly_once"], s["explained"], s["anomalous"], s["verdict"]) == (4, 1, 3, 0, "green")
+    c = s["copies"]
+    assert (c["dead_lettered"], c["expired"], c["exactly_once"], c["explained"], c["anomalous"]) == (2, 1, 1, 2, 0)
+    assert c["explained_by_fate"]["waiting"] == 2
 
 
 def test_forwards_that_never_arrived(spark_session):
@@ -189,3 +232,16 @@ def test_bridge_traffic_per_link(spark_session):
     rows = [r.asDict() for r in audit.bridge_traffic(refs, T0, T0 + 10_000).collect()]
     assert rows == [{"node_id": "nA", "cluster_connection": "cc", "target_node_id": "nB", "queued": 3,
                      "forwarded": 2, "arrived": 2, "waiting": 0}]
+
+
+def test_bridge_confirm_latency_per_link(spark_session):
+    events = [ev(ENQUEUED, T0 + 10, node="nA", mid=1, queue=SF_TO_B, message_ts=T0),
+              ev(ACK, T0 + 14, node="nA", mid=1, queue=SF_TO_B, message_ts=T0),
+              ev(ENQUEUED, T0 + 20, node="nA", mid=2, queue=SF_TO_B), ev(ACK, T0 + 30, node="nA", mid=2, queue=SF_TO_B),
+              ev(ENQUEUED, T0, node="nA", mid=3, queue=SF_TO_B),  # not confirmed yet
+              ev(ENQUEUED, T0, node="nA", mid=4, queue="orders"), ev(ACK, T0 + 99, node="nA", mid=4, queue="orders")]
+    refs = audit.references(events_frame(spark_session, events), T0, spark_session.createDataFrame([], WAITING_SCHEMA))
+    [row] = [r.asDict() for r in audit.bridge_latency(refs, T0, T0 + 10_000).collect()]
+    # from the store-and-forward ENQUEUED (not the message's acceptance) to the confirmation
+    assert (row["node_id"], row["cluster_connection"], row["target_node_id"]) == ("nA", "cc", "nB")
+    assert (row["count"], row["min_ms"], row["p50_ms"], row["max_ms"], row["mean_ms"]) == (2, 4, 7.0, 10, 7.0)

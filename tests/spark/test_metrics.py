@@ -48,10 +48,30 @@ def test_throughput_counts_per_second_and_peaks(spark_session):
     assert [(r["node_id"], r["enqueued"], r["peak_enqueued_per_s"]) for r in by_node] == [("n1", 14, 10), ("n2", 1, 1)]
 
 
-def test_distinct_messages_count_a_multicast_message_once(spark_session):
-    events = events_frame(spark_session, [ev(ENQUEUED, T0, queue=f"sub{i}", mid=1) for i in range(3)]
-                          + [ev(ENQUEUED, T0, queue="sub0", mid=2), ev(ENQUEUED, T0, node="n2", mid=1)])
-    assert rows(metrics.messages_by_address(events), "address") == [{"address": "a", "messages": 3}]
+def test_distinct_messages_count_a_multicast_or_forwarded_message_once(spark_session):
+    from spark import audit
+
+    sf = "$.meshmq.sf.cc.n2"
+    events = events_frame(spark_session, [ev(ENQUEUED, T0, queue=f"sub{i}", mid=1) for i in range(3)] + [
+        ev(ENQUEUED, T0, queue="sub0", mid=2), ev(ENQUEUED, T0, node="n2", mid=1),
+        # forwarded: stored for n2, confirmed, stored on n2 with its origin
+        ev(ENQUEUED, T0, mid=5, queue=sf), ev(ACK, T0 + 2, mid=5, queue=sf),
+        ev(ENQUEUED, T0 + 1, node="n2", mid=9, queue="sub0", came_from=("n1", 5))])
+    audited = audit.audit(events, T0, T0 + 1000, spark_session.createDataFrame([], "node_id STRING, message_id BIGINT, "
+                                                                                   "queue STRING"))
+    assert rows(metrics.messages_by_address(audited), "address") == [{"address": "a", "messages": 4}]
+
+
+def test_transport_is_left_out_of_the_consumer_view(spark_session):
+    sf, net = "$.meshmq.sf.cc.n2", "$.meshmq.net.link.a"
+    events = events_frame(spark_session, [
+        ev(ENQUEUED, T0, mid=1, queue=net), ev(REMOVED, T0 + 1, mid=1, queue=net),
+        ev(ENQUEUED, T0 + 1, mid=2, queue=sf), ev(ACK, T0 + 9, mid=2, queue=sf),
+        ev(ENQUEUED, T0 + 2, node="n2", mid=7), ev(ACK, T0 + 50, node="n2", mid=7, message_ts=T0)])
+    app = metrics.consumer_view(events)
+    assert metrics.totals(app) == {"enqueued": 1, "acknowledged": 1, "redelivered": 0, "expired": 0,
+                                   "dead_lettered": 0, "removed": 0}
+    assert [(r["node_id"], r["count"], r["max_ms"]) for r in metrics.latency_by_node(app).collect()] == [("n2", 1, 50)]
 
 
 def test_latency_percentiles_are_exact(spark_session):
@@ -96,8 +116,8 @@ def test_distribution_includes_idle_nodes_and_measures_evenness(spark_session):
         ev(ACK, T0, node="n3"),
     ])
     nodes = nodes_frame(spark_session, {"n1": "alpha", "n2": "beta", "n3": "gamma"})
-    per_node, per_address = metrics.distribution(events, nodes)
-    got = {(r["address"], r["node_name"]): (r["enqueued"], r["share"]) for r in per_node.collect()}
+    per_node, per_address = metrics.distribution(events.filter("kind = 'ENQUEUED'").select("address", "node_id"), nodes)
+    got = {(r["address"], r["node_name"]): (r["messages"], r["share"]) for r in per_node.collect()}
     assert got == {
         ("a", "alpha"): (6, 0.75), ("a", "beta"): (2, 0.25), ("a", "gamma"): (0, 0.0),
         ("b", "alpha"): (0, 0.0), ("b", "beta"): (3, 1.0), ("b", "gamma"): (0, 0.0),
