@@ -46,7 +46,9 @@ class Chart:
 
 
 #: The cluster totals' colours; nodes take theirs from NODE_COLOURS, never these.
-TOTAL_COLOURS = {"enqueued": "#1f77b4", "acknowledged": "#2ca02c"}
+TOTAL_COLOURS = {"enqueued": "#1f77b4", "acknowledged": "#2ca02c", "p50": "#2ca02c", "p99": "#000000"}
+#: The activity chart's all-node lines: none of them a node's colour either.
+ACTIVITY_COLOURS = {"backlog": "#1f77b4", "redelivered": "#2ca02c", "dead_lettered": "#000000", "expired": "#1f77b4"}
 NODE_COLOURS = ("#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
                 "#393b79", "#637939", "#8c6d31", "#843c39")
 
@@ -56,7 +58,12 @@ def node_colours(names) -> dict[str, str]:
     return {name: NODE_COLOURS[i % len(NODE_COLOURS)] for i, name in enumerate(sorted(names))}
 
 
-def _time_axis(ax, bucket_s: int) -> None:
+def _time_axis(ax, ts: dict) -> None:
+    """The window's time axis, the same on every chart: from its first bucket's
+    start to its last bucket's end, whatever the lines drawn cover (a latency
+    line has gaps where nothing was acknowledged)."""
+    bucket_s, t = ts["bucket_s"], ts["t"]
+    ax.set_xlim(datetime.fromtimestamp(t[0], tz=timezone.utc), datetime.fromtimestamp(t[-1] + bucket_s, tz=timezone.utc))
     locator = mdates.AutoDateLocator(maxticks=8)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=timezone.utc))
@@ -82,13 +89,23 @@ def throughput_chart(ts: dict, path: Path) -> Chart:
     the cluster totals on top; below, each node's enqueued (solid) and
     acknowledged (dashed) in the node's own colour."""
     chart = Chart(path)
-    fig = _figure(height=6.4)
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    fig = _figure(height=8.8)
+    top, log, bottom = fig.subplots(3, 1, sharex=True)
     if not ts["t"] or not any(ts["total"]["enqueued_per_s"]) and not any(ts["total"]["acknowledged_per_s"]):
         _empty(top, "no messages enqueued or acknowledged in the window")
+        _empty(log, "")
         _empty(bottom, "")
         _save(fig, path)
         return chart
+    # The same totals on a log scale: a burst no longer flattens the rest of the window.
+    for name in ("enqueued", "acknowledged"):
+        x, y = _steps(ts, ts["total"][f"{name}_per_s"])
+        log.step(x, y, where="post", color=TOTAL_COLOURS[name], linewidth=1.2)
+    log.set_yscale("symlog", linthresh=1)
+    log.set_ylim(bottom=0)
+    log.set_title("All nodes, log scale (0 to 1 msg/s linear)")
+    log.set_ylabel("messages per second")
+    log.grid(alpha=0.3)
     for name in ("enqueued", "acknowledged"):
         _line(top, ts, ts["total"][f"{name}_per_s"], chart, f"{name}/s (all nodes)", TOTAL_COLOURS[name],
               linewidth=1.6)
@@ -105,7 +122,7 @@ def throughput_chart(ts: dict, path: Path) -> Chart:
     bottom.set_title("Per node (solid: enqueued, dashed: acknowledged)")
     bottom.set_ylabel("messages per second")
     bottom.set_ylim(bottom=0)
-    _time_axis(bottom, ts["bucket_s"])
+    _time_axis(bottom, ts)
     bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     _save(fig, path)
     return chart
@@ -121,8 +138,8 @@ def latency_over_time_chart(ts: dict, path: Path) -> Chart:
         _empty(bottom, "")
         _save(fig, path)
         return chart
-    _line(top, ts, ts["total"]["p50_ms"], chart, "p50 (all nodes)", "#2ca02c", linewidth=1.6)
-    _line(top, ts, ts["total"]["p99_ms"], chart, "p99 (all nodes)", "#d62728", linewidth=1.6)
+    _line(top, ts, ts["total"]["p50_ms"], chart, "p50 (all nodes)", TOTAL_COLOURS["p50"], linewidth=1.6)
+    _line(top, ts, ts["total"]["p99_ms"], chart, "p99 (all nodes)", TOTAL_COLOURS["p99"], linewidth=1.6)
     top.set_title("Latency over time, enqueue → acknowledge (gaps: no acknowledgement in the bucket)")
     colours = node_colours(ts["nodes"])
     for node, series in ts["nodes"].items():
@@ -134,34 +151,45 @@ def latency_over_time_chart(ts: dict, path: Path) -> Chart:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    _time_axis(bottom, ts["bucket_s"])
+    _time_axis(bottom, ts)
     _save(fig, path)
     return chart
 
 
 def activity_chart(ts: dict, path: Path) -> Chart:
     """Backlog (references stored) over time; below, redeliveries,
-    dead-letters and expiries per second."""
+    dead-letters and expiries per second for all nodes, then each node's
+    dead letters (solid) and expiries (dashed) in the node's colour."""
     chart = Chart(path)
-    fig = _figure(height=6.4)
-    top, bottom = fig.subplots(2, 1, sharex=True)
+    fig = _figure(height=8.8)
+    top, middle, bottom = fig.subplots(3, 1, sharex=True)
     if not ts["t"]:
         _empty(top, "no events in the window")
+        _empty(middle, "")
         _empty(bottom, "")
         _save(fig, path)
         return chart
-    _line(top, ts, ts["total"]["backlog"], chart, "backlog (messages stored)", "#1f77b4", linewidth=1.6)
+    _line(top, ts, ts["total"]["backlog"], chart, "backlog (messages stored)", ACTIVITY_COLOURS["backlog"],
+          linewidth=1.6)
     top.set_title("Backlog at the end of each bucket (all durable queues)")
     top.set_ylabel("messages")
-    for name, colour in (("redelivered", "#ff7f0e"), ("dead_lettered", "#d62728"), ("expired", "#9467bd")):
-        _line(bottom, ts, ts["total"][f"{name}_per_s"], chart, f"{name.replace('_', '-')}/s", colour, linewidth=1.3)
-    bottom.set_title("Redeliveries, dead letters and expiries")
+    for name in ("redelivered", "dead_lettered", "expired"):
+        _line(middle, ts, ts["total"][f"{name}_per_s"], chart, f"{name.replace('_', '-')}/s (all nodes)",
+              ACTIVITY_COLOURS[name], linewidth=1.3)
+    middle.set_title("Redeliveries, dead letters and expiries, all nodes")
+    middle.set_ylabel("per second")
+    colours = node_colours(ts["nodes"])
+    for node, series in ts["nodes"].items():
+        _line(bottom, ts, series["dead_lettered_per_s"], chart, f"{node} dead-lettered/s", colours[node], linewidth=1.2)
+        _line(bottom, ts, series["expired_per_s"], chart, f"{node} expired/s", colours[node], linewidth=1.2,
+              linestyle="--")
+    bottom.set_title("Per node (solid: dead letters, dashed: expiries)")
     bottom.set_ylabel("per second")
-    for ax in (top, bottom):
+    for ax in (top, middle, bottom):
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    _time_axis(bottom, ts["bucket_s"])
+    _time_axis(bottom, ts)
     _save(fig, path)
     return chart
 

@@ -7,6 +7,7 @@ import base64
 from html import escape
 from pathlib import Path
 
+from meshmq.routing_names import INTERNAL_PREFIX
 from spark.window import iso
 
 _CSS = """
@@ -222,12 +223,18 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
           ", ".join(f"{k}: {v:,}" for k, v in d["per_node"].items())] for d in s["distribution"]],
     ))
     parts.append("<h2>Backlog (live, at report time)</h2>")
+    # The routers' own store-and-forward queues are listed when they hold something (messages on
+    # their way to another node); empty, they are noise: counted, in summary.json.
+    shown = [b for b in s["backlog"] if b["messages"] or not b["queue"].startswith(INTERNAL_PREFIX)]
     parts.append(_table(
         ["node", "queue", "address", "messages", "bytes", "oldest waiting", "age s"],
         [[b["node_name"], b["queue"], b["address"], b["messages"], b["bytes"], iso(b["oldest_ms"]) or "–",
-          b["oldest_age_s"]] for b in s["backlog"]],
+          b["oldest_age_s"]] for b in shown],
         left=3,
     ))
+    if len(shown) < len(s["backlog"]):
+        parts.append(f'<p class="meta" id="hidden-internal">{len(s["backlog"]) - len(shown)} empty store-and-forward '
+                     f'queue(s) ({INTERNAL_PREFIX}*) not shown; summary.json lists every queue.</p>')
     parts.append("<h2>Expired, dead-lettered, removed, redelivered</h2>")
     parts.append(_table(
         ["address", "queue", "expired", "dead-lettered", "removed", "redelivered"],

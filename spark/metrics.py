@@ -59,32 +59,43 @@ def _is(kind: str):
     return (F.col("kind") == kind).cast("long")
 
 
-def throughput_per_second(win: DataFrame) -> DataFrame:
-    """second (epoch s), node_id, address, enqueued, acknowledged: the finest grain."""
+def throughput_per_second(win: DataFrame, since: int) -> DataFrame:
+    """second, start_ms, node_id, address, enqueued, acknowledged: the finest
+    grain, one-second buckets counted from the window's start (`since`, ms) —
+    the charts' buckets, so a peak here is a step on a chart (`second` is the
+    bucket's index, `start_ms` when it starts)."""
+    second = F.floor((F.col("ts") - F.lit(since)) / F.lit(1000)).cast("long")
     return (
         win.filter(F.col("kind").isin(ENQUEUED, ACKNOWLEDGED))
-        .groupBy(F.floor(F.col("ts") / 1000).cast("long").alias("second"), "node_id", "address")
+        .groupBy(second.alias("second"), "node_id", "address")
         .agg(F.sum(_is(ENQUEUED)).alias("enqueued"), F.sum(_is(ACKNOWLEDGED)).alias("acknowledged"))
+        .withColumn("start_ms", F.lit(since) + F.col("second") * F.lit(1000))
     )
 
 
-def throughput_by(per_second: DataFrame, keys: list[str], seconds: float) -> DataFrame:
-    """Totals, mean rates and one-second peaks per `keys`. Two means, each
-    saying what it divides by: `*_per_window_s` over the whole window
-    (`seconds`, idle time included), `*_per_active_s` over `active_seconds`,
-    the seconds in which the key had at least one enqueue or acknowledgement."""
+def throughput_by(per_second: DataFrame, keys: list[str], seconds: float, bucket_s: int = 1) -> DataFrame:
+    """Totals, mean rates and peaks per `keys`. Two means, each saying what it
+    divides by: `*_per_window_s` over the whole window (`seconds`, idle time
+    included), `*_per_active_s` over `active_seconds`, the seconds in which the
+    key had at least one enqueue or acknowledgement. A peak is the busiest of
+    the charts' buckets (`bucket_s` seconds from the window's start, as
+    over_time counts them), per second: the table's peak is the chart's highest step."""
     per_key_second = per_second.groupBy("second", *keys).agg(
         F.sum("enqueued").alias("enqueued"), F.sum("acknowledged").alias("acknowledged")
     )
+    per_key_bucket = per_key_second.groupBy(F.floor(F.col("second") / F.lit(bucket_s)).alias("bucket"), *keys).agg(
+        F.sum("enqueued").alias("enqueued"), F.sum("acknowledged").alias("acknowledged"),
+        F.count(F.lit(1)).alias("active_seconds"),
+    )
     active = F.col("active_seconds")
     return (
-        per_key_second.groupBy(*keys)
+        per_key_bucket.groupBy(*keys)
         .agg(
             F.sum("enqueued").alias("enqueued"),
             F.sum("acknowledged").alias("acknowledged"),
-            F.max("enqueued").alias("peak_enqueued_per_s"),
-            F.max("acknowledged").alias("peak_acknowledged_per_s"),
-            F.count(F.lit(1)).alias("active_seconds"),
+            (F.max("enqueued") / F.lit(bucket_s)).alias("peak_enqueued_per_s"),
+            (F.max("acknowledged") / F.lit(bucket_s)).alias("peak_acknowledged_per_s"),
+            F.sum("active_seconds").alias("active_seconds"),
         )
         .withColumn("enqueued_per_window_s", F.col("enqueued") / F.lit(seconds))
         .withColumn("acknowledged_per_window_s", F.col("acknowledged") / F.lit(seconds))
@@ -156,7 +167,7 @@ def fill_series(rows: list[dict], changes: list[dict], backlog_now: int, since: 
     rows: over_time rows (bucket, node_id or None, counts, p50_ms, p99_ms);
     changes: backlog_changes rows (bucket, net)."""
     n = max(1, -(-(until - since) // (bucket_s * 1000)))
-    t = [since // 1000 + i * bucket_s for i in range(n)]
+    t = [since / 1000 + i * bucket_s for i in range(n)]  # each bucket's start, from the window's (as counted)
 
     def series(keyed: dict[int, dict]) -> dict:
         out = {f"{name}_per_s": [keyed[i][name] / bucket_s if i in keyed else 0.0 for i in range(n)]

@@ -180,12 +180,15 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     if in_window == 0:
         span = ", ".join(f"{n.node_name}: {iso(n.first_ts)} .. {iso(n.last_ts)}" for n in with_events)
         notes.append(f"no events in the window; the stores' events span {span}")
-    per_second = tables.write("throughput_per_second", metrics.throughput_per_second(app))
-    by_address = metrics.throughput_by(per_second, ["address"], seconds).join(
+    # One bucketing for the peaks and the charts: from the window's start, the charts' width.
+    bucket = metrics.chart_bucket_seconds(seconds)
+    per_second = tables.write("throughput_per_second", metrics.throughput_per_second(app, since))
+    by_address = metrics.throughput_by(per_second, ["address"], seconds, bucket).join(
         metrics.messages_by_address(audited), "address", "left"
     ).fillna(0, ["messages"])
     by_address_rows = tables.write_collect("throughput_by_address", by_address, sort=("address",))
-    by_node = nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds), "node_id", "left").fillna(0)
+    by_node = nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds, bucket), "node_id",
+                            "left").fillna(0)
     by_node_rows = tables.write_collect("throughput_by_node", by_node, sort=("node_name", "node_id"))
 
     step("latency")
@@ -209,7 +212,6 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     ends_rows = tables.write_collect("ends_by_queue", metrics.ends_by_queue(win), sort=("address", "queue"))
 
     step("charts and HTML")
-    bucket = metrics.chart_bucket_seconds(seconds)
     series_rows = _rows(metrics.over_time(app, since, bucket))
     changes = _rows(metrics.backlog_changes(events.filter(snapshot_condition(nodes)), since, until, bucket))
     backlog_now = sum(r["messages"] for r in backlog_rows)

@@ -126,7 +126,7 @@ def relay(tmp_path_factory, spark_session) -> dict:
     paths = {name: store(n) for name, n in cluster.items()}
     out = tmp_path_factory.mktemp("relay-report")
     summary = run_report(spark_session, [sqlite_url(p) for p in paths.values()], out, partitions=2)
-    return {"paths": paths, "took": took, "summary": summary}
+    return {"paths": paths, "took": took, "summary": summary, "out": out}
 
 
 def test_bridge_confirmations_are_no_acknowledgements_and_the_relay_has_no_latency_row(relay):
@@ -176,3 +176,30 @@ def test_an_anomaly_on_two_nodes_names_each_copy_with_its_node(relay, spark_sess
     assert str(on_n3) in json.dumps(summary["audit"]["offenders"])
     html = (tmp_path / "r" / "report.html").read_text()
     assert f"N1/{origin}" in html and f"N2 #{on_n2}: acknowledged" in html and f"N3 #{on_n3}: acknowledged" in html
+
+
+def test_the_peaks_are_the_charts_highest_steps_and_totals_never_wear_a_nodes_colour(relay):
+    s = relay["summary"]
+    ts = s["timeseries"]
+    for node in s["nodes"]:
+        series = ts["nodes"].get(node["node_name"])
+        for kind in ("enqueued", "acknowledged"):
+            chart_max = max(series[f"{kind}_per_s"]) if series else 0
+            assert node[f"peak_{kind}_per_s"] == chart_max, (node["node_name"], kind)
+    assert max(r["peak_enqueued_per_s"] for r in s["throughput"]["by_address"]) <= max(ts["total"]["enqueued_per_s"])
+    names = [n["node_name"] for n in s["nodes"]]
+    for chart in s["charts"].values():
+        node_colours = {c for label, c in chart["series"].items() if label.split(" ")[0] in names}
+        totals = {label: c for label, c in chart["series"].items() if label.split(" ")[0] not in names}
+        assert not node_colours & set(totals.values()), (chart["path"], totals)
+
+
+def test_empty_store_and_forward_queues_are_hidden_from_the_backlog_table(relay):
+    s = relay["summary"]
+    internal = [b for b in s["backlog"] if b["queue"].startswith("$.meshmq.")]
+    assert internal and all(b["messages"] == 0 for b in internal)  # every forwarded message was confirmed
+    html = (relay["out"] / "report.html").read_text()
+    table = html[html.index("<h2>Backlog"):html.index("<h2>", html.index("<h2>Backlog") + 1)]
+    assert "$.meshmq." not in table.split('id="hidden-internal"')[0]
+    assert f"{len(internal)} empty store-and-forward queue(s)" in table
+    assert ">DLQ</td>" in table  # the ordinary queues stay (the dead letters wait there)

@@ -32,11 +32,11 @@ def test_throughput_counts_per_second_and_peaks(spark_session):
         ev(ENQUEUED, T0 + 1200, node="n2", mid=1),                          # another node
         ev(EXPIRED, T0 + 1300, mid=99),                                     # not throughput
     ])
-    per_second = metrics.throughput_per_second(events)
+    per_second = metrics.throughput_per_second(events, T0)
     assert rows(per_second, "second", "node_id") == [
-        {"second": T0 // 1000, "node_id": "n1", "address": "a", "enqueued": 10, "acknowledged": 0},
-        {"second": T0 // 1000 + 1, "node_id": "n1", "address": "a", "enqueued": 4, "acknowledged": 7},
-        {"second": T0 // 1000 + 1, "node_id": "n2", "address": "a", "enqueued": 1, "acknowledged": 0},
+        {"second": 0, "start_ms": T0, "node_id": "n1", "address": "a", "enqueued": 10, "acknowledged": 0},
+        {"second": 1, "start_ms": T0 + 1000, "node_id": "n1", "address": "a", "enqueued": 4, "acknowledged": 7},
+        {"second": 1, "start_ms": T0 + 1000, "node_id": "n2", "address": "a", "enqueued": 1, "acknowledged": 0},
     ]
     (by_address,) = rows(metrics.throughput_by(per_second, ["address"], 2.0), "address")
     assert by_address == {
@@ -46,6 +46,27 @@ def test_throughput_counts_per_second_and_peaks(spark_session):
     }
     by_node = rows(metrics.throughput_by(per_second, ["node_id"], 2.0), "node_id")
     assert [(r["node_id"], r["enqueued"], r["peak_enqueued_per_s"]) for r in by_node] == [("n1", 14, 10), ("n2", 1, 1)]
+
+
+@pytest.mark.parametrize("bucket_s", [1, 2])
+def test_a_peak_is_the_charts_highest_step_counted_from_the_window_start(spark_session, bucket_s):
+    """The window starts mid-second: whole epoch seconds would split its first
+    bucket's 6 messages 4 + 5 with the next; the table and the chart both
+    count from the window's start, in the chart's bucket width."""
+    since, until = T0 + 500, T0 + 4500
+    events = events_frame(spark_session, [
+        *(ev(ENQUEUED, since + 100 + i * 150, mid=i) for i in range(6)),      # 6 in [since, since + 1 s)
+        *(ev(ENQUEUED, since + 1100 + i, mid=10 + i) for i in range(3)),      # 3 in the next second
+        ev(ENQUEUED, since + 3200, node="n2", mid=50),
+    ])
+    (by_node,) = [r for r in rows(metrics.throughput_by(metrics.throughput_per_second(events, since), ["node_id"],
+                                                        4.0, bucket_s), "node_id") if r["node_id"] == "n1"]
+    series = metrics.fill_series([r.asDict() for r in metrics.over_time(events, since, bucket_s).collect()], [], 0,
+                                 since, until, bucket_s, {"n1": "n1", "n2": "n2"})
+    assert by_node["peak_enqueued_per_s"] == max(series["nodes"]["n1"]["enqueued_per_s"]) == (
+        6 if bucket_s == 1 else 4.5)
+    assert by_node["active_seconds"] == 2
+    assert series["t"][0] == since / 1000 and series["t"][1] == since / 1000 + bucket_s
 
 
 def test_distinct_messages_count_a_multicast_or_forwarded_message_once(spark_session):
