@@ -102,7 +102,8 @@ def throughput_chart(ts: dict, path: Path) -> Chart:
         x, y = _steps(ts, ts["total"][f"{name}_per_s"])
         log.step(x, y, where="post", color=TOTAL_COLOURS[name], linewidth=1.2)
     log.set_yscale("symlog", linthresh=1)
-    log.set_ylim(bottom=0)
+    peak = max(max(ts["total"]["enqueued_per_s"]), max(ts["total"]["acknowledged_per_s"]), 1)
+    log.set_ylim(0, peak * 2)  # headroom: the busiest line is not drawn on the frame
     log.set_title("All nodes, log scale (0 to 1 msg/s linear)")
     log.set_ylabel("messages per second")
     log.grid(alpha=0.3)
