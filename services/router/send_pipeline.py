@@ -329,20 +329,21 @@ class SendPipeline:
         return local
 
     def _forward_only(self, msg: ServerMessage) -> bool:
-        """Route `msg` to an address this node does not have but other nodes'
-        bindings make known (a requester's temporary queue or subscription on
-        another node, the usual case: the reply address), to the members
-        `balancing.remote_only` picks. Nothing is created here: the address
-        belongs to the nodes holding its queues, and an address auto-created
-        for each reply would be stored for ever — and, multicast by
-        default-address-routing-type, would never reach an anycast temporary
-        queue.
-        False: no member takes it; routing goes on as if no node had it
-        (auto-create, dead-letter address, or dropped). Asked only where the
-        address would be auto-created: no cost for a message to an address
-        this node has."""
+        """Route `msg` to an address this node does not have whose only queues
+        are other nodes' temporary queues (a requester's reply queue on
+        another node), to the members `balancing.remote_only` picks. Nothing
+        is created here: the address belongs to the requester's node, and an
+        address auto-created for each reply would be stored for ever — and,
+        multicast by default-address-routing-type, would never reach an
+        anycast temporary queue.
+        An address other nodes hold ordinary queues on is auto-created here as
+        for any send (a producer's first message to `orders` makes the queue
+        here, as in Artemis, and balancing then decides where it goes).
+        False: routing goes on as if no node had it (auto-create, dead-letter
+        address, or dropped). Asked only where the address would be
+        auto-created: no cost for a message to an address this node has."""
         groups = self.node.remote.for_address(msg.address)
-        if not groups:
+        if not groups or not all(m.temporary for members in groups.values() for m in members):
             return False
         positions = self.node.remote.positions(msg.address)
         grouping = self.node.grouping
