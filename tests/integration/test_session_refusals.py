@@ -16,7 +16,6 @@ import contextlib
 import grpc
 import pytest
 
-from meshmq.aio import wait_for
 from meshmq.client import connect
 from meshmq.config.defaults import MAX_WINDOW_SIZE
 from meshmq.errors import InvalidRequestError, QueueNotFoundError
@@ -25,12 +24,11 @@ from meshmq.transport import open_channel
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
 from tests.fixtures.nodes import Nodes, eventually
+from tests.integration.raw_session import ANSWER_S, Raw
 from tests.integration.shared import uniq
 
 pytestmark = pytest.mark.integration
 
-# Long enough for a loaded machine; the old code never answered at all.
-ANSWER_S = 5
 
 
 @pytest.fixture(scope="module")
@@ -40,40 +38,11 @@ def router(tmp_path_factory):
     n.stop_all()
 
 
-class RawSession:
-    """One session stream spoken frame by frame."""
-
-    def __init__(self, channel: grpc.aio.Channel) -> None:
-        self.call = channel.stream_stream("/meshmq.v1.Broker/Session",
-                                          request_serializer=bpb.SessionRequest.SerializeToString,
-                                          response_deserializer=bpb.SessionResponse.FromString)()
-
-    async def send(self, **kind) -> None:
-        await self.call.write(bpb.SessionRequest(**kind))
-
-    async def next(self) -> bpb.SessionResponse:
-        resp = await wait_for(self.call.read(), ANSWER_S)
-        assert resp is not grpc.aio.EOF, "the router ended the session"
-        return resp
-
-    async def expect(self, kind: str):
-        resp = await self.next()
-        assert resp.WhichOneof("kind") == kind, resp
-        return getattr(resp, kind)
-
-    async def refused(self, **kind) -> bpb.SessionError:
-        """Send one frame; its answer must be an INVALID_REQUEST SessionError."""
-        await self.send(**kind)
-        error = await self.expect("error")
-        assert (error.reason, error.fatal) == ("INVALID_REQUEST", False), error
-        return error
-
-
 @contextlib.asynccontextmanager
 async def raw_session(router):
     channel = open_channel(router.endpoint)
     try:
-        session = RawSession(channel)
+        session = Raw(channel)
         await session.send(open=bpb.OpenSession(client_id="raw"))
         await session.expect("opened")
         yield session
