@@ -43,15 +43,10 @@ class NodeLinksView(BaseModel):
     configurations: list[LinkConfigurationView]
 
 
-def _kind_of(bridge: BridgeView) -> str:
-    return bridge.kind or "cluster"
-
-
 def configuration_views(node: str, configs, bridges: list[BridgeView]) -> list[LinkConfigurationView]:
     return [LinkConfigurationView(node=node, kind=c.kind, name=c.name, parameters=json.loads(c.parameters_json),
                                   changed_keys=list(c.changed_keys), connectors=dict(c.connectors),
-                                  links=[b for b in bridges if b.cluster_connection == c.name
-                                         and _kind_of(b) == c.kind])
+                                  links=[b for b in bridges if (b.cluster_connection, b.kind) == (c.name, c.kind)])
             for c in configs]
 
 
