@@ -186,7 +186,11 @@ async def test_an_isolated_slave_stays_passive(nodes, proxies):
     for p in c["proxy"].values():
         p.cut()
     await eventually(lambda: log_has(s, "vote-retries (3) exhausted"), 30, "the slave's votes to fail")
-    assert log_has(s, "no live answered") and not log_has(s, "taking over")
+    # Not one vote for it in any round. A live may still answer "against": S
+    # learned L2's and L3's own addresses from M's topology, and until its
+    # first probe through a proxy answered (2 s, slow under load) it asks
+    # those too, past the cut proxies.
+    assert count(s, "lost: 0 of") == 3 and not log_has(s, "taking over")
     assert not await answers(s)
     await send(m, 10, 10)  # M goes on: L2 and L3 took its notice
     for p in c["proxy"].values():
