@@ -250,7 +250,7 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
         n = BATCH if not limit else min(BATCH, limit - done)
         refs = source.take_waiting(take, n)
         if not refs:
-            if not await _page_in(broker, source):
+            if not await page_in_if_room(broker, source):
                 break
             continue
         staged = []
@@ -289,9 +289,10 @@ async def _run(broker: Broker, source: Queue, wanted: Callable[[Ref], bool], cop
     yield Progress(done, max(total, done), finished=True, kept=kept)
 
 
-async def _page_in(broker: Broker, q: Queue) -> bool:
-    """Read `q`'s next page into memory so the operation can go on; False when
-    there is none, or when its address is full (the page would not fit)."""
+async def page_in_if_room(broker: Broker, q: Queue) -> bool:
+    """Read `q`'s next page into memory so an operation taking its messages
+    (a move, a retry, a moved leaf's return) can go on; False when there is
+    none, or when its address is full (the page would not fit)."""
     if not q.paged_messages or q.deleted or (q.home is not None and broker.memory.full(q.home)):
         return False
     before = q.paged_messages

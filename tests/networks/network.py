@@ -75,13 +75,16 @@ def tree_yaml(port: int, parent_port: int | None, node_type: str | None) -> str:
 
 
 def start_tree(nodes: Nodes, parents: dict[str, str | None],
-               node_types: dict[str, str] | None = None) -> tuple[dict, dict[str, int]]:
+               node_types: dict[str, str] | None = None,
+               extra: dict[str, str] | None = None) -> tuple[dict, dict[str, int]]:
     """Routers linked by tree connectors: name -> its parent (None: the root),
     all started together; the processes and their ports by name. `node_types`
-    overrides the node-type a node's place gives it (to build a wrong tree)."""
+    overrides the node-type a node's place gives it (to build a wrong tree);
+    `extra` adds config (YAML) to the nodes it names."""
     ports = {name: free_port() for name in parents}
     types = {name: tree_node_type(name, parents) for name in parents} | (node_types or {})
-    procs = {name: nodes.router(name, start=False, extra=tree_yaml(ports[name], ports.get(parent), types[name]))
+    procs = {name: nodes.router(name, start=False, extra=tree_yaml(ports[name], ports.get(parent), types[name])
+                                + (extra or {}).get(name, ""))
              for name, parent in parents.items()}
     start_together(list(procs.values()))
     return procs, ports

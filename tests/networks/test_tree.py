@@ -139,9 +139,16 @@ async def waiting_on(node) -> int:
     return sum(q.message_count for q in queues if q.name == STORE_QUEUE or q.name.startswith("$.meshmq.sf.tree."))
 
 
-@pytest.mark.parametrize("stop", ["stop", "kill9"])
+# On b1, the link's store-and-forward address pages past 3 messages.
+PAGED_SF = 'address-settings:\n  "$.meshmq.sf.#": {max-size-messages: 3, page-size-bytes: 2K}\n'
+
+
+@pytest.mark.parametrize("stop", ["stop", "kill9", "stop, paged"])
 async def test_a_store_moved_with_its_consumer_attached_gets_what_waited_on_its_old_region(nodes, stop):
-    net, ports = start_tree(nodes, {"hq": None, "b1": "hq", "b2": "hq", "s": "b1"})
+    paged = stop.endswith(", paged")
+    stop = stop.split(",")[0]
+    net, ports = start_tree(nodes, {"hq": None, "b1": "hq", "b2": "hq", "s": "b1"},
+                            extra={"b1": PAGED_SF} if paged else None)
     await wait_linked(net["b1"], 2)
     await wait_linked(net["hq"], 2)
     async with await connect(net["s"].url) as store:
@@ -155,6 +162,10 @@ async def test_a_store_moved_with_its_consumer_attached_gets_what_waited_on_its_
     async def on_b1():
         return await waiting_on(net["b1"]) == 10
     await eventually(on_b1, 20, "HQ's 10 to wait on b1")
+    if paged:
+        async with await connect(net["b1"].url) as conn:
+            queues = await conn.admin.list_queues()
+        assert sum(q.paged_count for q in queues if q.name.startswith("$.meshmq.sf.tree.")) >= 7
 
     net["s"].config_path.write_text(net["s"].config_path.read_text().replace(
         tree_yaml(ports["s"], ports["b1"], "leaf"), tree_yaml(ports["s"], ports["b2"], "leaf")))

@@ -36,6 +36,7 @@ from ..cluster.forwarder import Forwarder, Write, write_frames
 from ..cluster.link_service import ping
 from ..cluster.receiver import Receiver
 from ..dead_letter import copy_message, server_message, transfer
+from ..message_moves import page_in_if_room
 from ..routing import ROUTE_SEP, ROUTE_TO
 from .demand import QUEUE, LinkSpec, OfferDelta, Subscription
 from .demand_order import DemandVersions
@@ -110,6 +111,7 @@ class NetworkLink(Forwarder):
         self._inflight: dict[int, NetworkSubscription] = {}  # sf copy's message id -> its subscription
         self._out: asyncio.Queue | None = None
         self._serving: asyncio.Task | None = None
+        self._returning: asyncio.Task | None = None  # return_stranded's, while it runs
         self.connected = asyncio.Event()
 
     @property
@@ -176,34 +178,57 @@ class NetworkLink(Forwarder):
         """The peer's demand was superseded (a leaf that moved to another branch): while the link is
         down, what waits in its store-and-forward queue for a queue this link no longer subscribes to
         goes back to that queue — each moved in one journal step, as an operator's move is — where the
-        return subscription toward the parent takes it on to where the leaf is now."""
+        return subscription toward the parent takes it on to where the leaf is now. Paged messages
+        too: a page at a time, as an operator's move reads them (`_return_stranded`)."""
         if self.connected.is_set() or self._sf is None and self.sf_name() not in self.broker.queues:
             return
+        if self._returning is None or self._returning.done():
+            self._returning = asyncio.get_running_loop().create_task(self._return_stranded())
+
+    async def _return_stranded(self) -> None:
         sf = self.store_and_forward_queue()
-        held = {s.sub.destination.name for s in self.subscriptions.values() if s.sub.destination.kind == QUEUE}
         prefix = f"{self.target_node_id}/"
+        returned = 0
+        while not self.connected.is_set() and not sf.deleted:
+            held = {s.sub.destination.name for s in self.subscriptions.values() if s.sub.destination.kind == QUEUE}
 
-        def home(ref: Ref) -> Queue | None:
-            route = ref.msg.proto.properties.get(ROUTE_TO)
-            keys = route.string_value.split(ROUTE_SEP) if route is not None else []
-            if len(keys) != 1 or not keys[0].startswith(prefix):
-                return None  # a topic copy (no key), or more than one queue: it stays
-            name = keys[0][len(prefix):]
-            return None if name in held else self.broker.queues.get(name)
+            def home(ref: Ref) -> Queue | None:
+                route = ref.msg.proto.properties.get(ROUTE_TO)
+                keys = route.string_value.split(ROUTE_SEP) if route is not None else []
+                if len(keys) != 1 or not keys[0].startswith(prefix):
+                    return None  # a topic copy (no key), or more than one queue: it stays
+                name = keys[0][len(prefix):]
+                return None if name in held else self.broker.queues.get(name)
 
-        refs = sf.take_waiting(lambda ref: home(ref) is not None, sf.waiting + len(sf.delayed))
-        staged = []
-        for ref in refs:
-            proto = copy_message(self.broker, ref, ref.msg.address)
-            proto.routing_type = ref.msg.proto.routing_type
-            del proto.properties[ROUTE_TO]
-            staged.extend(transfer(self.broker, ref, server_message(proto), [home(ref)], jpb.REMOVED))
-        if refs:
-            log.info("network link %s: %d messages waiting for %s go back to their queues (it moved)",
-                     self.name, len(refs), self.target_node_name or self.target_node_id)
+            refs = sf.take_waiting(lambda ref: home(ref) is not None, sf.waiting + len(sf.delayed))
+            if not refs:
+                if await page_in_if_room(self.broker, sf):
+                    continue
+                break
+            staged = []
+            for ref in refs:
+                proto = copy_message(self.broker, ref, ref.msg.address)
+                proto.routing_type = ref.msg.proto.routing_type
+                del proto.properties[ROUTE_TO]
+                staged.extend(transfer(self.broker, ref, server_message(proto), [home(ref)], jpb.REMOVED))
             self.broker.delivery.enqueue_when_stored(staged)
+            returned += len(refs)
+            resp = await asyncio.shield(self.broker.stored())  # before the next page is read
+            if not resp.ok:
+                log.warning("network link %s: the journal refused returning messages for %s: %s", self.name,
+                            self.target_node_name or self.target_node_id, resp.message)
+                break
+        if returned:
+            log.info("network link %s: %d messages waiting for %s went back to their queues (it moved)",
+                     self.name, returned, self.target_node_name or self.target_node_id)
+        if sf.paged_messages and not self.connected.is_set():
+            log.warning("network link %s: %d paged messages still wait for %s: this node is at its memory "
+                        "limit; they go back at the next notice that it moved", self.name, sf.paged_messages,
+                        self.target_node_name or self.target_node_id)
 
     def close_subscriptions(self) -> None:
+        if self._returning is not None:
+            self._returning.cancel()  # (between journal steps: what it took is stored)
         for sub in self.subscriptions.values():
             sub.close(keep_queue=True)
         self.subscriptions.clear()
