@@ -38,6 +38,10 @@ RT_BIT = {ANYCAST: 1, MULTICAST: 2}
 # source chose when balancing (cluster/bridge.py sends them as ForwardMessage.route_to).
 ROUTE_TO = "_MQ_ROUTE_TO"
 ROUTE_SEP = "\x1e"
+# A route key of a tree link's copy meant for one node's topic subscriptions only: TO_NODE + its node
+# id. Each node on the way passes it on toward that node; there it is routed to the address as usual
+# (a moved leaf's topic messages, on their way from its old branch: network/link.py).
+TO_NODE = "\x1d"
 RT_BY_NAME = {"ANYCAST": ANYCAST, "MULTICAST": MULTICAST}
 
 

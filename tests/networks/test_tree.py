@@ -14,7 +14,7 @@ from meshmq.client import connect
 from tests.clustering.cluster import collect
 from tests.fixtures.nodes import eventually
 
-from .network import link_states, send, start_tree, tree_yaml, wait_linked
+from .network import all_settled, link_states, send, start_tree, tree_yaml, wait_linked, wait_topic_demand
 
 pytestmark = pytest.mark.integration
 
@@ -184,6 +184,62 @@ async def test_a_store_moved_with_its_consumer_attached_gets_what_waited_on_its_
         got = (await collect({"s": consumer}, 20))["s"]
         assert sorted(got) == list(range(5, 25))  # none lost, none twice
         assert await waiting_on(net["b1"]) == 0 and await waiting_on(net["hq"]) == 0
+
+
+TOPIC = "store.prices"
+
+
+async def subscribe(node, name: str):
+    """A durable subscription `name` to TOPIC on `node`: its consumer and connection."""
+    conn = await connect(node.url)
+    consumer = await (await conn.session()).create_consumer(address=TOPIC, subscription=name, shared=True)
+    return conn, consumer
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["in-memory", "paged"])
+async def test_a_moved_store_gets_its_topic_messages_that_waited_on_its_old_region_and_no_one_else_twice(
+        nodes, paged):
+    """Topic messages that waited on the old branch for the store's durable
+    subscription (in the link's store-and-forward queue and the network
+    subscription's queue) go on to the store alone: up to HQ, down the new
+    branch, to no other subscription on the way."""
+    net, ports = start_tree(nodes, {"hq": None, "b1": "hq", "b2": "hq", "s": "b1", "t": "b2"},
+                            extra={"b1": PAGED_SF} if paged else None)
+    await wait_linked(net["b1"], 2)
+    await wait_linked(net["b2"], 2)
+    t_conn, on_t = await subscribe(net["t"], "t-archive")
+    try:
+        s_conn, on_s = await subscribe(net["s"], "s-archive")
+        for node, count in (("hq", 2), ("b1", 1), ("b2", 1)):
+            await wait_topic_demand(net[node], TOPIC, count)
+        await send(net["hq"], TOPIC, 5, routing_type="multicast")
+        assert (await collect({"s": on_s}, 5))["s"] == list(range(5))
+        net["s"].kill9()  # down with its subscription's consumer attached: b1 keeps its demand
+        await s_conn.close()
+        await send(net["hq"], TOPIC, 10, offset=5, routing_type="multicast")
+        assert (await collect({"t": on_t}, 15))["t"] == list(range(15))
+
+        async def held_on_b1():
+            async with await connect(net["b1"].url) as conn:
+                queues = await conn.admin.list_queues()
+            return sum(q.message_count for q in queues if q.name.startswith("$.meshmq.")) == 10
+        await eventually(held_on_b1, 20, "HQ's 10 to wait on b1 for the store")
+
+        net["s"].config_path.write_text(net["s"].config_path.read_text().replace(
+            tree_yaml(ports["s"], ports["b1"], "leaf"), tree_yaml(ports["s"], ports["b2"], "leaf")))
+        net["s"].start()
+        await wait_linked(net["b2"], 3)
+        s_conn, on_s = await subscribe(net["s"], "s-archive")
+        got = (await collect({"s": on_s}, 10))["s"]
+        assert sorted(got) == list(range(5, 15))  # none lost, none twice
+        await send(net["hq"], TOPIC, 5, offset=15, routing_type="multicast")
+        assert (await collect({"s": on_s, "t": on_t}, 10)) == {"s": list(range(15, 20)), "t": list(range(15, 20))}
+        await eventually(lambda: all_settled(net), 20, "every link to settle")
+        async with await connect(net["b1"].url) as conn:
+            assert sum(q.message_count for q in await conn.admin.list_queues() if q.name.startswith("$.meshmq.")) == 0
+        await s_conn.close()
+    finally:
+        await t_conn.close()
 
 
 async def wait_refused(node, reason: str) -> None:

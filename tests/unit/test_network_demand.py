@@ -343,3 +343,18 @@ def test_a_leaf_restarting_under_the_same_branch_supersedes_nothing():
     traffic = consume(net, "s", "c1")
     assert forwarding(net) == {("hq", "b1"), ("b1", "s")} and not traffic.stranded
     assert subs(net, "b1", "hq") == {} and subs(net, "hq", "b1") == {"queue:ORDERS": ("", 0, False)}
+
+
+def test_each_node_knows_the_link_toward_where_a_moved_leaf_is_now():
+    """`toward` (a moved leaf's topic messages follow it): every node on the
+    way, and the old branch once told, names the link leading to the leaf."""
+    net = moved_leaf_tree()
+    consume(net, "s", "c1", Destination(TOPIC, "news"))
+    assert (net.nodes["hq"].toward("s"), net.nodes["b1"].toward("s")) == (link_to("b1"), link_to("s"))
+    assert net.nodes["b2"].toward("s") is None  # a branch never sees another branch's leaves
+    net.move("s", "b2", incarnation=2)
+    consume(net, "s", "c1", Destination(TOPIC, "news"))
+    assert [net.nodes[n].toward("s") for n in ("hq", "b1", "b2")] == [link_to("b2"), link_to("hq"), link_to("s")]
+    # The leaf's old branch goes on knowing the way after its link to the leaf is removed.
+    net.nodes["b1"].remove_link(link_to("s"))
+    assert net.nodes["b1"].toward("s") == link_to("hq")

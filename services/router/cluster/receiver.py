@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from meshmq.errors import BrokerError
@@ -27,6 +27,7 @@ from .. import dead_letter
 from ..duplicates import DuplicateClaim
 from ..large_body import BodyReceiver
 from ..message import ServerMessage
+from ..routing import TO_NODE
 from ..send_pipeline import StagedSend
 from .bindings import TEMPORARY_MARK
 
@@ -50,8 +51,11 @@ class Receiver:
     end writes: LinkResponse at the acceptor, LinkRequest at the dialer)."""
 
     def __init__(self, broker: Broker, source_node_id: str, source_name: str, out: asyncio.Queue, *,
-                 frame: type, scale_down: bool = False, versions: VersionWaiter | None = None) -> None:
+                 frame: type, scale_down: bool = False, versions: VersionWaiter | None = None,
+                 toward: Callable[[str], Any] | None = None) -> None:
         self.broker = broker
+        # A tree link's: the link leading to a node (its `TO_NODE` keys); None on other links.
+        self._toward = toward
         self.source_node_id = source_node_id
         self.source_name = source_name
         self._out = out
@@ -190,6 +194,8 @@ class Receiver:
         forwards: dict = {}
         temporary_gone = False
         for key in route_to:
+            if key[:1] == TO_NODE:
+                return self._to_node(msg, key)
             node_id, _, queue = key.partition("/")
             if node_id == b.node_id:
                 temporary = queue[-1:] == TEMPORARY_MARK
@@ -216,8 +222,27 @@ class Receiver:
         msg.forwards = None  # never back into the cluster: the source already balanced it
         return queues
 
+    def _to_node(self, msg: ServerMessage, key: str) -> list:
+        """A copy for one node's topic subscriptions (routing.TO_NODE): routed
+        here as usual when this is that node, else passed on toward it with
+        the same key — never into this node's own subscriptions on the way."""
+        b = self.broker
+        node_id = key[1:]
+        if node_id == b.node_id:
+            queues = b.sender.route(msg, moved=True)
+            msg.forwards = None
+            return queues
+        onward = self._toward(node_id) if self._toward is not None else None
+        if onward is None:
+            log.warning("forwarded message to %s from %s for node %s: no link leads there from here", msg.address,
+                        self.source_name, node_id)
+            return self._unroutable(msg)
+        msg.forwards = {onward: [key]}
+        return []
+
     def _unroutable(self, msg: ServerMessage) -> list:
-        """A message for a temporary queue of ours that is gone: to the
+        """A message for a temporary queue of ours that is gone, or for a node
+        no link leads to from here (`_to_node`): to the
         dead-letter address when its address settings say
         send-to-dla-on-no-route, else dropped (as Artemis drops a message
         whose route-to queue is gone)."""
@@ -229,8 +254,8 @@ class Receiver:
             queues = b.sender.route(msg, moved=True)
             msg.forwards = None
             return queues
-        log.info("forwarded message to %s from %s dropped: the temporary queue it was sent to is gone",
-                 msg.address, self.source_name)
+        log.info("forwarded message to %s from %s dropped: where it was sent is gone", msg.address,
+                 self.source_name)
         return []
 
     async def _confirm_when_stored(self, batch_id: int, staged: StagedSend) -> None:

@@ -210,6 +210,11 @@ class NetworkConnectors:
         if steps:
             self._apply(*steps)
 
+    def _link_toward(self, node_id: str) -> NetworkLink | None:
+        """The tree link leading to where node `node_id` is now, if this node knows."""
+        link_id = self.decider.toward(node_id) if self.decider is not None else None
+        return self.links.get(link_id) if link_id is not None else None
+
     def _demand(self, link: NetworkLink, update: cpb.DemandUpdate) -> None:
         """A peer's demand arrived over `link`."""
         if update.full:
@@ -244,7 +249,8 @@ class NetworkConnectors:
                            duplex=duplex or kind == TREE,
                            role=role, prefetch=policy.prefetch_size or defaults.NC_PREFETCH_SIZE,
                            message_ttl=None if kind == TREE else policy.message_ttl or 1,
-                           replay=policy.replay_when_no_consumers, on_demand=self._demand, ordering=self)
+                           replay=policy.replay_when_no_consumers, on_demand=self._demand, ordering=self,
+                           toward=self._link_toward)
         self.links[name] = link
         return link
 

@@ -295,6 +295,7 @@ class NetworkDemand:
         self._static: dict[str, list[Subscription]] = {}
         self._returning: dict[str, dict[Destination, Subscription]] = {}  # parent link -> dest -> return sub
         self._latest: dict[str, int] = {}  # node id -> newest incarnation seen over a tree link
+        self._via: dict[str, str] = {}  # node id -> the tree link its newest incarnation was seen over
 
     # --- events -------------------------------------------------------------------------------------
 
@@ -330,6 +331,8 @@ class NetworkDemand:
         for table in (self._links, self._received, self._offered, self._subscribed, self._static,
                       self._returning):
             del table[link_id]
+        for node in [n for n, via in self._via.items() if via == link_id]:
+            del self._via[node]
         self._by_role[spec.role].discard(link_id)
         self._offering[spec.role].discard(link_id)
         return changes
@@ -455,8 +458,10 @@ class NetworkDemand:
             return
         if known is None or known == incarnation:
             self._latest[node] = incarnation  # first sight: nothing older is held (every held item was seen)
+            self._via.setdefault(node, source)
             return
         self._latest[node] = incarnation
+        self._via[node] = source
         for link_id, items in self._received.items():
             spec = self._links[link_id]
             if not spec.policy.tree:
@@ -470,6 +475,12 @@ class NetworkDemand:
                 self._tell_moved(link_id, node, incarnation, changes)
             for dest in older:
                 self._received_changed(link_id, dest, changes)
+
+    def toward(self, node: str) -> str | None:
+        """The tree link leading to where `node` is now (the one its newest incarnation was seen over;
+        after a move notice, toward the node that told it): the way a moved leaf's topic messages go
+        on (link.py's `_return_stranded`, receiver.py's `TO_NODE` keys). None: not known here."""
+        return self._via.get(node)
 
     def _tell_moved(self, link_id: str, node: str, incarnation: int, changes: Changes) -> None:
         if self._links[link_id].offers:

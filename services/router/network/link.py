@@ -37,7 +37,7 @@ from ..cluster.link_service import ping
 from ..cluster.receiver import Receiver
 from ..dead_letter import copy_message, server_message, transfer
 from ..message_moves import page_in_if_room
-from ..routing import ROUTE_SEP, ROUTE_TO
+from ..routing import ROUTE_SEP, ROUTE_TO, TO_NODE
 from .demand import QUEUE, LinkSpec, OfferDelta, Subscription
 from .demand_order import DemandVersions
 from .path import stamp
@@ -77,7 +77,8 @@ class NetworkLink(Forwarder):
 
     def __init__(self, broker: Broker, connector: str, kind: str, *, name: str, policy: cpb.NetworkPolicy,
                  dialer: bool, duplex: bool, role: str, prefetch: int, message_ttl: int | None, replay: bool,
-                 on_demand: Callable[[NetworkLink, cpb.DemandUpdate], None], ordering: Ordering) -> None:
+                 on_demand: Callable[[NetworkLink, cpb.DemandUpdate], None], ordering: Ordering,
+                 toward: Callable[[str], NetworkLink | None]) -> None:
         super().__init__(broker, name, f"{broker.name}.{connector}",
                          frame=cpb.LinkRequest if dialer else cpb.LinkResponse,
                          window=defaults.CC_CONFIRMATION_WINDOW_SIZE,
@@ -107,6 +108,7 @@ class NetworkLink(Forwarder):
         self.subscriptions: dict[str, NetworkSubscription] = {}
         self._on_demand = on_demand
         self._ordering = ordering
+        self._toward = toward  # the tree link toward a node (demand.py's `toward`)
         self.sent_version = 0  # the demand version the peer was last sent (demand_order.py)
         self._inflight: dict[int, NetworkSubscription] = {}  # sf copy's message id -> its subscription
         self._out: asyncio.Queue | None = None
@@ -151,8 +153,10 @@ class NetworkLink(Forwarder):
     def reconcile(self, wanted: list[Subscription]) -> None:
         """Hold exactly the subscriptions `wanted` (the decider's, for this link)."""
         by_key = {s.key: s for s in wanted}
+        moved = self.moved_on() is not None
         for key in [k for k in self.subscriptions if k not in by_key]:
-            self.subscriptions.pop(key).close()
+            # A leaf that moved: its topic messages here follow it (_return_stranded), not go with the queue.
+            self.subscriptions.pop(key).close(keep_queue=moved)
         for key, sub in by_key.items():
             have = self.subscriptions.get(key)
             if have is None:
@@ -174,56 +178,91 @@ class NetworkLink(Forwarder):
         for name in [n for n in self.broker.queues if n.startswith(prefix) and n not in held]:
             self.broker.delete_queue(name, force=True)
 
+    def moved_on(self) -> NetworkLink | None:
+        """On a tree link whose peer moved (a leaf now under another branch):
+        the link toward where it is now. None while it is (as far as this node
+        knows) still here."""
+        if self.kind != "tree" or not self.target_node_id:
+            return None
+        onward = self._toward(self.target_node_id)
+        return onward if onward is not None and onward is not self else None
+
     def return_stranded(self) -> None:
         """The peer's demand was superseded (a leaf that moved to another branch): while the link is
-        down, what waits in its store-and-forward queue for a queue this link no longer subscribes to
-        goes back to that queue — each moved in one journal step, as an operator's move is — where the
-        return subscription toward the parent takes it on to where the leaf is now. Paged messages
-        too: a page at a time, as an operator's move reads them (`_return_stranded`)."""
+        down, what waits here for it follows it (`_return_stranded`)."""
         if self.connected.is_set() or self._sf is None and self.sf_name() not in self.broker.queues:
             return
         if self._returning is None or self._returning.done():
             self._returning = asyncio.get_running_loop().create_task(self._return_stranded())
 
     async def _return_stranded(self) -> None:
-        sf = self.store_and_forward_queue()
+        """What waits in the store-and-forward queue for a queue this link no
+        longer subscribes to goes back to that queue — each moved in one
+        journal step, as an operator's move is — where the return
+        subscription toward the parent takes it on to where the leaf is now.
+        Its topic messages (in the store-and-forward queue, and in the
+        subscriptions it held here) go toward it with a `TO_NODE` key: each
+        node on the way passes them on, and the leaf alone routes them to its
+        subscriptions. Paged messages too, a page at a time, as an operator's
+        move reads them."""
+        b = self.broker
         prefix = f"{self.target_node_id}/"
-        returned = 0
-        while not self.connected.is_set() and not sf.deleted:
-            held = {s.sub.destination.name for s in self.subscriptions.values() if s.sub.destination.kind == QUEUE}
+        to_leaf = TO_NODE + self.target_node_id
+        counts = {"queue": 0, "topic": 0}
+        sources = [self.store_and_forward_queue()]
+        if self.moved_on() is not None:
+            held = {s.queue_name() for s in self.subscriptions.values()}
+            sub_prefix = subscription_queue_prefix(self.name)
+            sources += [q for name, q in b.queues.items() if name.startswith(sub_prefix) and name not in held]
+        for source in sources:
+            while not self.connected.is_set() and not source.deleted:
+                held_queues = {s.sub.destination.name for s in self.subscriptions.values()
+                               if s.sub.destination.kind == QUEUE}
+                onward = self.moved_on()
 
-            def home(ref: Ref) -> Queue | None:
-                route = ref.msg.proto.properties.get(ROUTE_TO)
-                keys = route.string_value.split(ROUTE_SEP) if route is not None else []
-                if len(keys) != 1 or not keys[0].startswith(prefix):
-                    return None  # a topic copy (no key), or more than one queue: it stays
-                name = keys[0][len(prefix):]
-                return None if name in held else self.broker.queues.get(name)
+                def target(ref: Ref) -> tuple[str, Any] | None:
+                    route = ref.msg.proto.properties.get(ROUTE_TO)
+                    if route is None:  # a topic copy: toward the leaf, once it is known elsewhere
+                        return ("topic", onward) if onward is not None else None
+                    keys = route.string_value.split(ROUTE_SEP)
+                    if len(keys) != 1 or not keys[0].startswith(prefix):
+                        return None  # more than one queue: it stays
+                    name = keys[0][len(prefix):]
+                    home = None if name in held_queues else b.queues.get(name)
+                    return ("queue", home) if home is not None else None
 
-            refs = sf.take_waiting(lambda ref: home(ref) is not None, sf.waiting + len(sf.delayed))
-            if not refs:
-                if await page_in_if_room(self.broker, sf):
-                    continue
-                break
-            staged = []
-            for ref in refs:
-                proto = copy_message(self.broker, ref, ref.msg.address)
-                proto.routing_type = ref.msg.proto.routing_type
-                del proto.properties[ROUTE_TO]
-                staged.extend(transfer(self.broker, ref, server_message(proto), [home(ref)], jpb.REMOVED))
-            self.broker.delivery.enqueue_when_stored(staged)
-            returned += len(refs)
-            resp = await asyncio.shield(self.broker.stored())  # before the next page is read
-            if not resp.ok:
-                log.warning("network link %s: the journal refused returning messages for %s: %s", self.name,
-                            self.target_node_name or self.target_node_id, resp.message)
-                break
-        if returned:
-            log.info("network link %s: %d messages waiting for %s went back to their queues (it moved)",
-                     self.name, returned, self.target_node_name or self.target_node_id)
-        if sf.paged_messages and not self.connected.is_set():
+                refs = source.take_waiting(lambda ref: target(ref) is not None, source.waiting + len(source.delayed))
+                if not refs:
+                    if await page_in_if_room(b, source):
+                        continue
+                    break
+                staged = []
+                for ref in refs:
+                    kind, where = target(ref)
+                    proto = copy_message(b, ref, ref.msg.address)
+                    proto.routing_type = ref.msg.proto.routing_type
+                    proto.properties.pop(ROUTE_TO, None)
+                    moved = server_message(proto)
+                    if kind == "topic":
+                        moved.forwards = {where: [to_leaf]}
+                    staged.extend(transfer(b, ref, moved, [where] if kind == "queue" else [], jpb.REMOVED))
+                    counts[kind] += 1
+                b.delivery.enqueue_when_stored(staged)
+                resp = await asyncio.shield(b.stored())  # before the next page is read
+                if not resp.ok:
+                    log.warning("network link %s: the journal refused returning messages for %s: %s", self.name,
+                                self.target_node_name or self.target_node_id, resp.message)
+                    return
+            if source is not sources[0] and not source.deleted and not source.message_count:
+                b.delete_queue(source.name, force=True)  # a subscription of the leaf's that it emptied
+        if any(counts.values()):
+            log.info("network link %s: %d messages waiting for %s went back to their queues and %d topic "
+                     "messages went on toward it (it moved)", self.name, counts["queue"],
+                     self.target_node_name or self.target_node_id, counts["topic"])
+        left = sum(q.paged_messages for q in sources if not q.deleted)
+        if left and not self.connected.is_set():
             log.warning("network link %s: %d paged messages still wait for %s: this node is at its memory "
-                        "limit; they go back at the next notice that it moved", self.name, sf.paged_messages,
+                        "limit; they go on at the next notice that it moved", self.name, left,
                         self.target_node_name or self.target_node_id)
 
     def close_subscriptions(self) -> None:
@@ -257,7 +296,7 @@ class NetworkLink(Forwarder):
         self.problem = ""
         self.connected.set()
         receiver = (Receiver(self.broker, self.target_node_id, self.target_node_name, out, frame=self.frame,
-                             versions=self._ordering.versions)
+                             versions=self._ordering.versions, toward=self._toward if self.kind == "tree" else None)
                     if self.receives else None)
         if self.forwards:
             self.attach(out)
