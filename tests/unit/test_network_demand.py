@@ -358,3 +358,16 @@ def test_each_node_knows_the_link_toward_where_a_moved_leaf_is_now():
     # The leaf's old branch goes on knowing the way after its link to the leaf is removed.
     net.nodes["b1"].remove_link(link_to("s"))
     assert net.nodes["b1"].toward("s") == link_to("hq")
+
+
+def test_an_incarnation_rises_with_the_stores_epoch_and_outranks_the_start_times_sent_before():
+    """No clock: the store's epoch (each start raises it) orders a node's
+    incarnations; the first one is above any start time in ms, which earlier
+    versions sent, so a leaf upgraded in place supersedes its old attachment."""
+    import time
+
+    from services.router.network.connectors import incarnation
+
+    assert incarnation(1) > time.time_ns() // 1_000_000 * 2  # beyond any start time in ms for a century
+    assert [incarnation(e) for e in (1, 2, 3)] == sorted({incarnation(e) for e in (1, 2, 3)})
+    assert incarnation(922_337) < 2**63  # the wire's int64

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -75,6 +74,18 @@ def tree_refusal(own_type: str, own_name: str, child_type: str, child_name: str)
             f"without a tree-connector)")
 
 
+# Incarnations count the activations of the node's store: its epoch, which every start and every
+# takeover raises, so no clock is trusted (a leaf whose clock went back between two starts would look
+# older than itself). Scaled above the start times in ms that earlier versions sent, so a store
+# upgraded in place still supersedes the attachment it had before (int64: epochs up to 922,337).
+INCARNATION_PER_EPOCH = 10**13
+
+
+def incarnation(epoch: int) -> int:
+    """The incarnation a node's demand carries while its store is active at `epoch`."""
+    return epoch * INCARNATION_PER_EPOCH
+
+
 class NetworkConnectors:
     def __init__(self, config: BrokerConfig, broker: Broker) -> None:
         self.config = config
@@ -107,8 +118,8 @@ class NetworkConnectors:
 
     def start(self, identity: LinkIdentity) -> None:
         self._identity = identity
-        # This start's incarnation: a leaf moved to another branch supersedes its demand under the old one.
-        self.decider = NetworkDemand(self.broker.node_id, incarnation=time.time_ns() // 1_000_000)
+        # This activation's incarnation: a leaf moved to another branch supersedes its demand under the old one.
+        self.decider = NetworkDemand(self.broker.node_id, incarnation=incarnation(self.broker.epoch))
         for name, nc in self.config.network_connectors.items():
             policy = connector_policy(nc)
             if nc.user_name is not None:  # the other network's cluster credential, for this connector's links

@@ -42,8 +42,8 @@ a consumer has one route from each node; when the better item goes, the
 suppressed one comes back.
 
 A leaf that moves to another branch (AMQ-2875: a change of its uri) keeps
-its node id but starts a new incarnation (the runtime gives each node its
-start time). Every demand item carries the incarnation of each origin's node
+its node id but starts a new incarnation (the runtime derives it from the
+epoch of the node's store, which each start raises). Every demand item carries the incarnation of each origin's node
 (`attached`), and every node remembers the newest incarnation it has seen of
 each node over its tree links. Demand from an older incarnation than one
 seen elsewhere is *superseded*: not offered on, no subscription for it — so
