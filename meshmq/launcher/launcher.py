@@ -569,8 +569,8 @@ def _pin_port(record: ProcessRecord) -> None:
         first = config.acceptors[0]
         if first.port != 0:
             return
-        config = config.model_copy(update={"acceptors": [first.model_copy(update={"port": port}),
-                                                         *config.acceptors[1:]]})
+        config = config.model_copy(update={"acceptors": (first.model_copy(update={"port": port}),
+                                                         *config.acceptors[1:])})
     else:
         key = record.role.replace("-", "_")  # discovery, ha_coordinator, gateway: each has listen.port
         section = getattr(config, key)

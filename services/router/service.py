@@ -55,8 +55,8 @@ async def run_router(
         passive = PassiveServer(config, activation.live)
         endpoints = await passive.start()
         # The active node listens where the passive one did (a port 0 is picked once).
-        config = config.model_copy(update={"acceptors": [
-            acc.model_copy(update={"port": int(ep.rpartition(":")[2])}) for acc, ep in zip(config.acceptors, endpoints)]})
+        config = config.model_copy(update={"acceptors": tuple(
+            acc.model_copy(update={"port": int(ep.rpartition(":")[2])}) for acc, ep in zip(config.acceptors, endpoints))})
         if on_bound is not None:
             on_bound(config)  # a backup waiting again after a failback listens there too
         if activation.passive_start:
