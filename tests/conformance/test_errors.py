@@ -85,6 +85,8 @@ def test_wrong_credentials_are_refused_with_unauthenticated(driver, router):
     assert err.reason == "UNAUTHENTICATED", err
     err = driver.error("connect", uri=router.url, user="nobody", password="adm1n")
     assert err.reason == "UNAUTHENTICATED", err
+    err = driver.error("connect", uri=router.url)  # no credentials at all
+    assert err.reason == "UNAUTHENTICATED", err
 
 
 def test_a_send_without_the_send_permission_is_refused_with_permission_denied(driver, router, session, admin):
@@ -99,6 +101,36 @@ def test_a_send_without_the_send_permission_is_refused_with_permission_denied(dr
         assert err.reason == "PERMISSION_DENIED", err
     finally:
         driver.request("close", handle=conn)
+    assert admin.queue(q).message_count == 0
+
+
+def test_a_send_to_an_address_that_does_not_exist_and_may_not_be_created_gets_address_not_found(driver, session, admin):
+    missing = unique("nocreate.address")
+    producer = driver.request("producer", session=session, address=missing)["producer"]
+    err = driver.error("send", producer=producer, body=b64("nowhere to go"))
+    assert err.reason == "ADDRESS_NOT_FOUND", err
+    assert missing not in {a.name for a in admin.list_addresses()}
+
+
+def test_creating_a_queue_that_exists_is_refused_with_queue_exists(driver, session, admin):
+    q = make_queue(driver, session, unique("conf.twice"))
+    err = driver.error("create_queue", session=session, address=q, queue=q)
+    assert err.reason == "QUEUE_EXISTS", err
+    assert [name for name in queue_names(admin) if name == q] == [q]
+
+
+def test_commit_on_a_session_that_is_not_transacted_is_refused_with_not_transacted(driver, session):
+    err = driver.error("commit", session=session)
+    assert err.reason == "NOT_TRANSACTED", err
+    err = driver.error("rollback", session=session)
+    assert err.reason == "NOT_TRANSACTED", err
+
+
+def test_a_priority_above_9_is_refused_with_invalid_request(driver, session, admin):
+    q = make_queue(driver, session, unique("conf.priority"))
+    producer = driver.request("producer", session=session, address=q)["producer"]
+    err = driver.error("send", producer=producer, body=b64("too urgent"), priority=10)
+    assert err.reason == "INVALID_REQUEST", err
     assert admin.queue(q).message_count == 0
 
 

@@ -14,7 +14,7 @@ from tests.fixtures.nodes import wait_for
 from tests.ha.test_replication import pair, syncs
 from tests.ha.test_shared_store import QUEUE
 
-from .conftest import body
+from .conftest import b64, body
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,9 @@ def queue_count(url: str) -> int:
 def test_after_a_kill_9_of_the_live_every_confirmed_message_arrives_once_from_the_backup(driver, nodes, etcd_session):
     """Phase 1 is confirmed before the kill (40 of it consumed and stored as such);
     phase 2 is in flight on an idempotent producer when the live dies; phase 3 is
-    sent after. Each message of the three arrives exactly once, in its order."""
+    sent after; phase 4 is a transaction open at the kill, whose commit raises
+    TRANSACTION_ROLLED_BACK and whose redo with the same duplicate ids commits.
+    Each message of the four arrives exactly once, in its order."""
     primary, backup = pair(nodes, etcd_session, ns=f"conf-{uuid.uuid4().hex[:8]}")
     wait_for(lambda: syncs(primary) > 0, 20, "the backup to be in sync")
     uri = f"failover:(meshmq://{primary.endpoint},meshmq://{backup.endpoint})?{FAILOVER_OPTIONS}"
@@ -39,6 +41,8 @@ def test_after_a_kill_9_of_the_live_every_confirmed_message_arrives_once_from_th
     producer = driver.request("producer", session=session, address=QUEUE)["producer"]
     idempotent = driver.request("producer", session=session, address=QUEUE, idempotent=True)["producer"]
     consumer = driver.request("consumer", session=session, queue=QUEUE)["consumer"]
+    tx = driver.request("session", connection=conn, transacted=True)["session"]
+    tx_producer = driver.request("producer", session=tx, address=QUEUE)["producer"]
     driver.request("send_many", producer=producer, count=100, properties={"phase": 1})  # confirmed: stored on both
     for i in range(40):
         m = driver.request("receive", consumer=consumer, timeout_ms=5000)["message"]
@@ -47,6 +51,8 @@ def test_after_a_kill_9_of_the_live_every_confirmed_message_arrives_once_from_th
     # Acks have no answer: wait until the live has stored them, so none of the 40 may come again.
     wait_for(lambda: queue_count(primary.url) == 60, 10, "the live to store the first 40 acks")
 
+    for i in range(5):
+        driver.request("send", producer=tx_producer, body=b64(str(i)), properties={"phase": 4}, duplicate_id=f"tx-{i}")
     in_flight = driver.submit("send_many", producer=idempotent, count=300, properties={"phase": 2})
     primary.kill9()
     # Whatever of phase 2 the live had not confirmed, the idempotent producer sends again
@@ -54,7 +60,13 @@ def test_after_a_kill_9_of_the_live_every_confirmed_message_arrives_once_from_th
     driver.wait(in_flight, timeout=60)
     # The plain producer carries on too; its sends wait out the failover.
     driver.request("send_many", producer=producer, count=50, properties={"phase": 3}, timeout=60)
-    expected = {1: list(range(40, 100)), 2: list(range(300)), 3: list(range(50))}
+    # The transaction was open when its node died: the backup never had it, and commit says so.
+    err = driver.error("commit", session=tx, timeout=60)
+    assert err.reason == "TRANSACTION_ROLLED_BACK", err
+    for i in range(5):
+        driver.request("send", producer=tx_producer, body=b64(str(i)), properties={"phase": 4}, duplicate_id=f"tx-{i}")
+    driver.request("commit", session=tx)
+    expected = {1: list(range(40, 100)), 2: list(range(300)), 3: list(range(50)), 4: list(range(5))}
     got = []
     for _ in range(sum(map(len, expected.values()))):
         m = driver.request("receive", consumer=consumer, timeout_ms=30000, timeout=60)["message"]

@@ -164,6 +164,37 @@ def test_transacted_acks_take_effect_at_commit_and_a_rollback_redelivers(driver,
         driver.request("close", handle=conn)
 
 
+def test_only_a_message_the_application_was_handed_counts_as_a_delivery_attempt_when_it_goes_back(
+    driver, shared_router
+):
+    """Given back by a rollback or by closing the consumer, the message the
+    application received comes again with delivery_count 2; those the SDK had
+    only buffered come with 1 (docs/protocol.md 6.5 and 8: last_handed_delivery_id)."""
+    conn = driver.request("connect", uri=shared_router.url)["connection"]
+    try:
+        plain = driver.request("session", connection=conn)["session"]
+        tx = driver.request("session", connection=conn, transacted=True)["session"]
+        for way in ("rollback", "close"):
+            q = make_queue(driver, plain, f"conf.handed-{way}")
+            producer = driver.request("producer", session=plain, address=q)["producer"]
+            driver.request("send_many", producer=producer, count=3)
+            session = tx if way == "rollback" else plain
+            consumer = driver.request("consumer", session=session, queue=q)["consumer"]
+            first = driver.request("receive", consumer=consumer, timeout_ms=5000)["message"]
+            assert (body(first), first["delivery_count"]) == (b"0", 1)
+            if way == "rollback":
+                driver.request("rollback", session=tx)
+            else:
+                driver.request("close", handle=consumer)
+                consumer = driver.request("consumer", session=plain, queue=q)["consumer"]
+            again = drain(driver, consumer)
+            if way == "rollback":
+                driver.request("commit", session=tx)
+            assert [(body(m), m["delivery_count"]) for m in again] == [(b"0", 2), (b"1", 1), (b"2", 1)], way
+    finally:
+        driver.request("close", handle=conn)
+
+
 def test_a_resend_with_the_same_duplicate_id_is_dropped_and_the_consumer_sees_one(driver, session, admin):
     q = make_queue(driver, session, "conf.dups")
     producer = driver.request("producer", session=session, address=q)["producer"]
@@ -175,6 +206,27 @@ def test_a_resend_with_the_same_duplicate_id_is_dropped_and_the_consumer_sees_on
     assert count(admin, q) == 2
     consumer = driver.request("consumer", session=session, queue=q)["consumer"]
     assert [body(m) for m in drain(driver, consumer)] == [b"first", b"other"]
+
+
+def test_a_duplicate_id_is_refused_inside_a_transaction_and_released_by_its_rollback(driver, shared_router, admin):
+    conn = driver.request("connect", uri=shared_router.url)["connection"]
+    try:
+        tx = driver.request("session", connection=conn, transacted=True)["session"]
+        q = make_queue(driver, tx, "conf.txdups")
+        producer = driver.request("producer", session=tx, address=q)["producer"]
+        driver.request("send", producer=producer, body=b64("rolled back"), duplicate_id="tx-dup")
+        # Claimed at once, though not stored before the commit: a second one is refused now.
+        refused = driver.error("send", producer=producer, body=b64("twice"), duplicate_id="tx-dup")
+        assert refused.reason == "DUPLICATE_ID", refused
+        driver.request("rollback", session=tx)
+        driver.request("send", producer=producer, body=b64("committed"), duplicate_id="tx-dup")  # released
+        driver.request("commit", session=tx)
+        assert count(admin, q) == 1
+        plain = driver.request("session", connection=conn)["session"]
+        consumer = driver.request("consumer", session=plain, queue=q)["consumer"]
+        assert [body(m) for m in drain(driver, consumer)] == [b"committed"]
+    finally:
+        driver.request("close", handle=conn)
 
 
 def test_a_large_message_arrives_whole(driver, session):
