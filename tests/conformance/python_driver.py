@@ -68,6 +68,9 @@ class Handles:
         return self._objects.pop(handle)
 
 
+_JSON_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object"}
+
+
 def _arg(req: dict, name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
     """Argument `name` of a request, checked for its JSON type."""
     if name not in req or req[name] is None:
@@ -75,11 +78,12 @@ def _arg(req: dict, name: str, kind: type | tuple[type, ...], default: Any = ...
             raise DriverError(Reason.INVALID_REQUEST.value, f"{req.get('op')}: missing argument {name!r}")
         return default
     value = req[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
     # bool is an int in Python: an int argument must not accept true/false.
-    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-        raise DriverError(Reason.INVALID_REQUEST.value, f"{req.get('op')}: {name} must be {kind}, got {value!r}")
-    if not isinstance(value, kind):
-        raise DriverError(Reason.INVALID_REQUEST.value, f"{req.get('op')}: {name} must be {kind}, got {value!r}")
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        wanted = " or ".join(_JSON_NAMES.get(k, k.__name__) for k in kinds)
+        raise DriverError(Reason.INVALID_REQUEST.value,
+                          f"{req.get('op')}: {name} must be {wanted}, got {json.dumps(value)}")
     return value
 
 
