@@ -25,13 +25,13 @@ function waitFor(cond, timeoutMs, what) {
 }
 
 /** Starts a router; `extra` is more node YAML, `acceptor` more keys of its acceptor. */
-async function startRouter({ name = "ts", extra = "", acceptor = "", dir } = {}) {
+async function startRouter({ name = "ts", extra = "", acceptor = "", dir, port = 0 } = {}) {
   dir = dir || fs.mkdtempSync(path.join(os.tmpdir(), "meshmq-ts-"));
   const cfg = path.join(dir, `${name}.yaml`);
   const ready = path.join(dir, `${name}.ready.json`);
   const log = path.join(dir, `${name}.log`);
   fs.writeFileSync(cfg, `name: ${name}\ndata-directory: ${path.join(dir, name + "-data")}\n` +
-    `acceptors:\n  - {name: grpc, host: 127.0.0.1, port: 0${acceptor}}\n` +
+    `acceptors:\n  - {name: grpc, host: 127.0.0.1, port: ${port}${acceptor}}\n` +
     `journal:\n  listen: {host: 127.0.0.1, port: 0}\n` + extra);
   const router = { dir, cfg, ready, log, name, proc: null, endpoint: "" };
   router.start = async () => {
@@ -61,7 +61,19 @@ async function startRouter({ name = "ts", extra = "", acceptor = "", dir } = {})
     clearTimeout(t);
   };
   router.kill9 = () => router.stop("SIGKILL");
+  /** SIGSTOP: the node freezes, so what is sent now stays unconfirmed. */
+  router.freeze = () => process.kill(router.proc.pid, "SIGSTOP");
   return router.start();
+}
+
+/** A free loopback port (for a node that must come back on the same one). */
+function freePort() {
+  const net = require("node:net");
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+  });
 }
 
 /** A throwaway CA and a server certificate for 127.0.0.1 (meshmq/security/certs.py). */
@@ -72,4 +84,4 @@ function makeCerts(dir) {
   return { ca: path.join(dir, "ca", "ca.pem"), cert: path.join(dir, "server.pem"), key: path.join(dir, "server-key.pem") };
 }
 
-module.exports = { startRouter, makeCerts, waitFor, REPO, PYTHON, ENV };
+module.exports = { startRouter, makeCerts, freePort, waitFor, REPO, PYTHON, ENV };
