@@ -93,23 +93,24 @@ export function toWireMessage(body: Buffer, opts: SendOptions): Record<string, u
   }
   let expiration = opts.expiration ?? 0;
   if (opts.timeToLive !== undefined && opts.timeToLive > 0) expiration = Date.now() + opts.timeToLive;
-  const m: Record<string, unknown> = {
-    address: opts.address ?? "",
-    body,
-    properties: encodeProperties(opts.properties),
-    durable: opts.durable ?? true,
-    priority: opts.priority ?? 4,
-    expiration,
-    duplicate_id: opts.duplicateId ?? "",
-    routing_type: opts.routingType ?? "ROUTING_TYPE_UNSPECIFIED",
-    reply_to: opts.replyTo ?? "",
-    correlation_id: opts.correlationId ?? "",
-    type: opts.type ?? "",
-    group_id: opts.groupId ?? "",
-    group_seq: opts.groupSeq ?? 0,
-    delivery_time: opts.deliveryTime ?? 0,
-    delivery_delay: opts.deliveryDelay ?? 0,
-  };
+  // Only what differs from proto3's defaults: protobufjs writes every field it is given.
+  const m: Record<string, unknown> = { body, durable: opts.durable ?? true, priority: opts.priority ?? 4 };
+  const set = (k: string, v: unknown, dflt: unknown) => { if (v !== undefined && v !== dflt) m[k] = v; };
+  set("address", opts.address, "");
+  if (opts.properties) {
+    const props = encodeProperties(opts.properties);
+    if (Object.keys(props).length) m.properties = props;
+  }
+  set("expiration", expiration, 0);
+  set("duplicate_id", opts.duplicateId, "");
+  set("routing_type", opts.routingType, "ROUTING_TYPE_UNSPECIFIED");
+  set("reply_to", opts.replyTo, "");
+  set("correlation_id", opts.correlationId, "");
+  set("type", opts.type, "");
+  set("group_id", opts.groupId, "");
+  set("group_seq", opts.groupSeq, 0);
+  set("delivery_time", opts.deliveryTime, 0);
+  set("delivery_delay", opts.deliveryDelay, 0);
   return m;
 }
 

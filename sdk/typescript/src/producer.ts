@@ -29,7 +29,7 @@ export class Producer {
   private readonly inflight = new Map<number, Pending[]>();
   private nextBatch = 1;
   private windowUsed = 0;
-  private readonly windowWaiters: (() => void)[] = [];
+  private readonly windowWaiters: { cost: number; grant: () => void; promise: Promise<void>; cancelled: boolean }[] = [];
   private readonly key = randomUUID();
   private seq = 0;
   private closed = false;
@@ -68,27 +68,44 @@ export class Producer {
    * DuplicateIdError. A body longer than minLargeMessageSize goes as a large message.
    */
   async send(body: Buffer | Uint8Array | string, opts: SendOptions = {}): Promise<void> {
-    const buf = typeof body === "string" ? Buffer.from(body) : Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    const buf = toBuffer(body);
     if (buf.length > this.session.options.minLargeMessageSize) return this.sendLarge(buf, { ...opts, size: buf.length });
+    const { confirmed } = await this.sendAsync(buf, opts);
+    return confirmed;
+  }
+
+  /**
+   * Queues one message and resolves as soon as the confirmation window has room for
+   * it (the Python SDK's send_async); `confirmed` resolves at its confirm. Use it to
+   * keep many sends in flight in order without holding a promise per message.
+   * Large bodies are not taken here: use send or sendLarge.
+   */
+  async sendAsync(body: Buffer | Uint8Array | string, opts: SendOptions = {}): Promise<{ confirmed: Promise<void> }> {
+    const buf = toBuffer(body);
+    if (buf.length > this.session.options.minLargeMessageSize) {
+      throw new InvalidRequestError(`a body of ${buf.length} bytes is a large message (over minLargeMessageSize): use send or sendLarge`);
+    }
     this.checkOpen();
     if (this.idempotent && opts.duplicateId) {
       throw new InvalidRequestError("an idempotent producer stamps its own duplicate ids; do not give duplicateId");
     }
-    await this.session.ready(opts.signal);
-    const cost = windowCost(buf.length);
-    while (this.windowUsed > 0 && this.windowUsed + cost > this.limit) await this.windowRoom(opts.signal);
-    this.checkOpen();
     const msg = toWireMessage(buf, opts);
+    if (this.session.state !== "open") await this.session.ready(opts.signal);
+    const cost = windowCost(buf.length);
+    const wait = this.reserve(cost);
+    if (wait) await (opts.signal ? abortable(wait, opts.signal).catch((e) => { this.cancelReservation(wait, cost); throw e; }) : wait);
+    this.checkOpen();
     if (this.idempotent) msg.duplicate_id = `${this.key}:${++this.seq}`;
     this.session.noteWork();
-    return this.enqueue(msg, cost, opts.signal);
+    const confirmed = this.enqueue(msg, cost, opts.signal);
+    confirmed.catch(() => undefined); // the caller may only look at it later
+    return { confirmed };
   }
 
   private enqueue(msg: Record<string, unknown>, cost: number, signal?: AbortSignal): Promise<void> {
     const p = new Promise<void>((resolve, reject) => {
       this.queue.push({ msg, cost, resolve, reject });
     });
-    this.windowUsed += cost;
     this.queuedBytes += cost;
     if (this.queue.length >= this.session.options.producerMaxBatch || this.queuedBytes >= this.flushBytes) this.flush();
     else if (!this.flushScheduled) {
@@ -96,6 +113,24 @@ export class Producer {
       setImmediate(() => { this.flushScheduled = false; this.flush(); });
     }
     return signal ? abortable(p, signal) : p;
+  }
+
+  /** Takes `cost` bytes of the window now (null), or a promise granting them in FIFO order. */
+  private reserve(cost: number): Promise<void> | null {
+    if (this.windowWaiters.length === 0 && (this.windowUsed === 0 || this.windowUsed + cost <= this.limit)) {
+      this.windowUsed += cost;
+      return null;
+    }
+    let grant!: () => void;
+    const p = new Promise<void>((r) => (grant = r));
+    this.windowWaiters.push({ cost, grant, promise: p, cancelled: false });
+    return p;
+  }
+
+  private cancelReservation(p: Promise<void>, cost: number): void {
+    const w = this.windowWaiters.find((x) => x.promise === p);
+    if (w) w.cancelled = true;
+    else this.release(cost); // already granted: give it back
   }
 
   /** Sends whatever is queued as one SendBatch now. @internal */
@@ -109,14 +144,16 @@ export class Producer {
     this.session.write({ send: { producer_id: this.id, batch_id: batchId, messages: items.map((i) => i.msg) } });
   }
 
-  private windowRoom(signal?: AbortSignal): Promise<void> {
-    const p = new Promise<void>((resolve) => this.windowWaiters.push(resolve));
-    return signal ? abortable(p, signal) : p;
-  }
-
   private release(cost: number): void {
     this.windowUsed -= cost;
-    while (this.windowWaiters.length && this.windowUsed < this.limit) this.windowWaiters.shift()!();
+    while (this.windowWaiters.length) {
+      const w = this.windowWaiters[0];
+      if (w.cancelled) { this.windowWaiters.shift(); continue; }
+      if (this.windowUsed > 0 && this.windowUsed + w.cost > this.limit) break;
+      this.windowWaiters.shift();
+      this.windowUsed += w.cost;
+      w.grant();
+    }
   }
 
   /** @internal a SendConfirm for one of this producer's batches. */
@@ -185,7 +222,7 @@ export class Producer {
     this.queue = [];
     this.kept = [];
     this.closed = true;
-    this.windowWaiters.splice(0).forEach((w) => w());
+    this.windowWaiters.splice(0).forEach((w) => w.grant());
     this.idleWaiters.splice(0).forEach((w) => w());
   }
 
@@ -282,6 +319,11 @@ export class Producer {
     if (this.session.isOpen()) this.session.write({ close_producer: { producer_id: this.id } });
     this.session.forgetProducer(this.id);
   }
+}
+
+function toBuffer(body: Buffer | Uint8Array | string): Buffer {
+  if (typeof body === "string") return Buffer.from(body);
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 async function* iterate(source: BodySource): AsyncIterable<Buffer> {

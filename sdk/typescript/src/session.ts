@@ -80,7 +80,8 @@ export class Session extends EventEmitter {
   sessionId = "";
   /** Bumps with every new stream: a message from an older one cannot be acked. @internal */
   generation = 0;
-  private state: "open" | "failing" | "closing" | "closed" = "open";
+  /** @internal */
+  state: "open" | "failing" | "closing" | "closed" = "open";
   private nextId = 1;
   private readonly producers = new Map<number, Producer>();
   private readonly consumers = new Map<number, Consumer>();

@@ -11,6 +11,7 @@ import { InvalidRequestError } from "./errors";
 
 export const MAX_INTERNAL_FRAME = 256 * 1024 * 1024;
 export const MAX_CLIENT_FRAME = 16 * 1024 * 1024;
+export const FLOW_CONTROL_WINDOW = 16 * 1024 * 1024;
 
 /** The credentials metadata (nothing without a username). */
 export function credentialsMetadata(o: ClientOptions): grpc.Metadata {
@@ -64,6 +65,13 @@ export class Node {
     const channelOptions = {
       "grpc.max_receive_message_length": MAX_INTERNAL_FRAME,
       "grpc.max_send_message_length": MAX_CLIENT_FRAME,
+      // HTTP/2 receive window: Node's default 64 KiB per stream stalls a consumer with a
+      // 1 MiB credit window on round trips (gRPC C-core grows its window by BDP probing).
+      "grpc-node.flow_control_window": FLOW_CONTROL_WINDOW,
+      // Reconnect soon after a node comes back: gRPC's own backoff grows to 120 s, which
+      // held a failover to a restarted node for seconds (the Python SDK caps it at 1 s too).
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 1000,
       ...keepaliveOptions(o),
     };
     this.broker = new Broker(target, creds, channelOptions) as any;

@@ -30,7 +30,8 @@ test("kill -9 and restart: the consumer gets every message again, listeners hear
     // ("0" was acked just before the kill: an ack has no answer, so it may have been lost and "0" come again)
     const got = new Map();
     const copies = [];
-    for (let msg; (msg = await c.receive({ timeoutMs: 3000 })); ) {
+    // (the first waits for the failover itself: a deadline, not a guess)
+    for (let msg; (msg = await c.receive({ timeoutMs: got.size === 0 ? 30000 : 3000 })); ) {
       if (got.has(msg.body.toString())) copies.push(msg.body.toString());
       got.set(msg.body.toString(), msg.deliveryCount);
       await msg.ack();
