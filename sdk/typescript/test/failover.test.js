@@ -166,3 +166,32 @@ test("reconnectAttempts=0: a lost node fails the session with ConnectionFailedEr
     await router.stop();
   }
 });
+
+test("failover:(a,b): with a gone for good the session moves to b, listeners hear it", async () => {
+  const a = await startRouter({ name: "anya" });
+  const b = await startRouter({ name: "anyb" });
+  const conn = await m.connect(`failover:(meshmq://${a.endpoint},meshmq://${b.endpoint})?randomize=false&initialReconnectDelay=100&maxReconnectDelay=500&backup=true`);
+  try {
+    const events = [];
+    conn.on("failover", (type) => events.push(type));
+    const s = await conn.createSession();
+    assert.equal(s.node.target, a.endpoint);
+    const p = await s.createProducer("any.q");
+    const c = await s.createConsumer("any.q");
+    const detected = new Promise((resolve) => conn.once("failover", resolve));
+    await a.kill9();
+    await detected;
+    // a send made while the session fails over waits for it (callFailoverTimeout), then goes to b
+    await p.send("on b");
+    const msg = await c.receive({ timeoutMs: 30000 });
+    assert.equal(msg.body.toString(), "on b");
+    await msg.ack();
+    assert.equal(s.node.target, b.endpoint);
+    assert.equal(s.nodeId, (await m.connect(`meshmq://${b.endpoint}`).then(async (x) => { const id = x.nodeInfo.nodeId; await x.close(); return id; })));
+    assert.deepEqual(events, ["FAILURE_DETECTED", "FAILOVER_COMPLETED"]);
+  } finally {
+    await conn.close();
+    await a.stop();
+    await b.stop();
+  }
+});
