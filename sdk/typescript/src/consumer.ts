@@ -82,6 +82,7 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
   private lastHanded = 0;
   private handedBytes = 0;
   private flowPending = false;
+  private yieldOnce = false;
   private large: LargeInProgress | null = null;
   private closed = false;
   private error: Error | null = null;
@@ -159,9 +160,16 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
     if (this.handedCounts.size > REMEMBERED) this.handedCounts.delete(this.handedCounts.keys().next().value!);
     if (this.window > 0) {
       this.handedBytes += m.cost;
-      if (this.handedBytes >= this.window / 2) {
+      // Half the window, as Artemis clients grant; or whatever was handed once the buffer
+      // is empty: the router's batches are about half a window, so waiting for a full
+      // half would leave one batch in flight at a time (a round trip per batch).
+      if (this.handedBytes >= this.window / 2 || (this.buffer.length === 0 && this.large === null)) {
         this.session.write({ flow: { consumer_id: this.id, credits: this.handedBytes } });
         this.handedBytes = 0;
+        // Node sends a written frame only when the event loop turns: an application
+        // taking the rest of the buffer in one go would hold the Flow back until the
+        // buffer is empty, and the router would send nothing meanwhile (lock-step).
+        this.yieldOnce = true;
       }
     }
     return m;
@@ -172,6 +180,10 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
    * Throws the router's typed error if it closed the consumer (e.g. QueueNotFoundError).
    */
   async receive(opts: ReceiveOptions = {}): Promise<ReceivedMessage | null> {
+    if (this.yieldOnce) {
+      this.yieldOnce = false;
+      await new Promise((r) => setImmediate(r)); // let the Flow just written leave
+    }
     if (this.buffer.length) return this.hand(this.buffer.shift()!);
     if (this.error) throw this.error;
     if (this.closed) return null;
