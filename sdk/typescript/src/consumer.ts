@@ -77,7 +77,9 @@ interface LargeInProgress {
 const REMEMBERED = 10000;
 
 export class Consumer implements AsyncIterable<ReceivedMessage> {
+  /** Buffered deliveries from `head` on (an index, not shift(): shift is O(n) on a big array). */
   private buffer: ReceivedMessage[] = [];
+  private head = 0;
   private waiters: Waiter[] = [];
   private lastHanded = 0;
   private handedBytes = 0;
@@ -86,8 +88,11 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
   private large: LargeInProgress | null = null;
   private closed = false;
   private error: Error | null = null;
-  /** (node_id, message_id) -> the count last handed: a redelivery after a failover shows a higher one. */
-  private readonly handedCounts = new Map<string, number>();
+  /** The last REMEMBERED handed messages (node_id, message_id, count), a ring written per message... */
+  private readonly handedRing: [string, number, number][] = [];
+  private handedPos = 0;
+  /** ...and, after a failover, "node:message" -> the count handed before it: a redelivery shows a higher one. */
+  private handedBefore = new Map<string, number>();
   /** The queue's name, as the router reported it. */
   queue = "";
 
@@ -140,30 +145,56 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
   private push(d: Record<string, any>, body: Buffer, cost: number): void {
     const msg = d.message ?? {};
     let count = d.delivery_count;
-    const key = `${msg.node_id}:${msg.message_id}`;
-    const before = this.handedCounts.get(key);
-    if (before !== undefined && count <= before) count = before + 1;
+    if (this.handedBefore.size) {
+      const key = `${msg.node_id}:${msg.message_id}`;
+      const before = this.handedBefore.get(key);
+      if (before !== undefined) {
+        this.handedBefore.delete(key);
+        if (count <= before) count = before + 1;
+      }
+    }
     const m = new ReceivedMessage(this, Number(d.delivery_id), count, body, msg, cost);
     m.generation = this.session.generation;
     this.buffer.push(m);
   }
 
+  private get buffered(): number {
+    return this.buffer.length - this.head;
+  }
+
+  private take(): ReceivedMessage {
+    const m = this.buffer[this.head++];
+    if (this.head === this.buffer.length) {
+      this.buffer = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.buffer.length) {
+      this.buffer = this.buffer.slice(this.head);
+      this.head = 0;
+    }
+    return m;
+  }
+
+  private clearBuffer(): void {
+    this.buffer = [];
+    this.head = 0;
+  }
+
   private wake(): void {
-    while (this.waiters.length && this.buffer.length) this.waiters.shift()!.resolve(this.hand(this.buffer.shift()!));
+    while (this.waiters.length && this.buffered) this.waiters.shift()!.resolve(this.hand(this.take()));
   }
 
   private hand(m: ReceivedMessage): ReceivedMessage {
     this.lastHanded = m.deliveryId;
-    const key = `${m.nodeId}:${m.messageId}`;
-    this.handedCounts.delete(key);
-    this.handedCounts.set(key, m.deliveryCount);
-    if (this.handedCounts.size > REMEMBERED) this.handedCounts.delete(this.handedCounts.keys().next().value!);
+    const wire = (m as any).wire;
+    if (this.handedRing.length < REMEMBERED) this.handedRing.push([wire.node_id, wire.message_id, m.deliveryCount]);
+    else this.handedRing[this.handedPos] = [wire.node_id, wire.message_id, m.deliveryCount];
+    this.handedPos = (this.handedPos + 1) % REMEMBERED;
     if (this.window > 0) {
       this.handedBytes += m.cost;
       // Half the window, as Artemis clients grant; or whatever was handed once the buffer
       // is empty: the router's batches are about half a window, so waiting for a full
       // half would leave one batch in flight at a time (a round trip per batch).
-      if (this.handedBytes >= this.window / 2 || (this.buffer.length === 0 && this.large === null)) {
+      if (this.handedBytes >= this.window / 2 || (this.buffered === 0 && this.large === null)) {
         this.session.write({ flow: { consumer_id: this.id, credits: this.handedBytes } });
         this.handedBytes = 0;
         // Node sends a written frame only when the event loop turns: an application
@@ -179,12 +210,17 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
    * The next message, or null when `timeoutMs` passed (or the consumer closed).
    * Throws the router's typed error if it closed the consumer (e.g. QueueNotFoundError).
    */
-  async receive(opts: ReceiveOptions = {}): Promise<ReceivedMessage | null> {
+  receive(opts: ReceiveOptions = {}): Promise<ReceivedMessage | null> {
     if (this.yieldOnce) {
       this.yieldOnce = false;
-      await new Promise((r) => setImmediate(r)); // let the Flow just written leave
+      // let the Flow just written leave before handing more
+      return new Promise((r) => setImmediate(r)).then(() => this.receive(opts));
     }
-    if (this.buffer.length) return this.hand(this.buffer.shift()!);
+    if (this.buffered) return Promise.resolve(this.hand(this.take()));
+    return this.wait(opts);
+  }
+
+  private async wait(opts: ReceiveOptions): Promise<ReceivedMessage | null> {
     if (this.error) throw this.error;
     if (this.closed) return null;
     if (this.window === 0 && !this.flowPending && this.session.isOpen()) {
@@ -232,13 +268,17 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
 
   /** @internal the rollback's TxResult came: what the buffer holds comes again. */
   dropBuffered(): void {
-    this.buffer = [];
+    this.clearBuffer();
     this.large = null;
   }
 
   /** @internal the stream is lost; the new node delivers again. */
   onStreamLost(): void {
-    this.buffer = [];
+    if (this.handedBefore.size + this.handedRing.length > REMEMBERED) this.handedBefore.clear();
+    for (const [node, mid, count] of this.handedRing) this.handedBefore.set(`${node}:${mid}`, count);
+    this.handedRing.length = 0;
+    this.handedPos = 0;
+    this.clearBuffer();
     this.large = null;
     this.lastHanded = 0;
     this.handedBytes = 0;
@@ -269,7 +309,7 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
       this.session.write({ close_consumer: { consumer_id: this.id, last_handed_delivery_id: this.lastHanded } });
     }
     this.end(null);
-    this.buffer = [];
+    this.clearBuffer();
     this.session.forgetConsumer(this.id);
   }
 }

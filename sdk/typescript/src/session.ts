@@ -86,8 +86,10 @@ export class Session extends EventEmitter {
   private readonly producers = new Map<number, Producer>();
   private readonly consumers = new Map<number, Consumer>();
   private readonly pending = new Map<string, PendingCall>();
-  private readonly settles = new Map<number, { ack: number[]; nack: number[]; done: (() => void)[] }>();
+  private readonly settles = new Map<number, { ack: number[]; nack: number[] }>();
   private settleScheduled = false;
+  private settleWritten: Promise<void> = Promise.resolve();
+  private settleDone: (() => void) | null = null;
   private largeChain: Promise<void> = Promise.resolve();
   private readyWaiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   private txWork = false;
@@ -302,27 +304,31 @@ export class Session extends EventEmitter {
   /** @internal queue an ack or nack; all of one event-loop turn go as one frame per consumer. */
   queueSettle(consumerId: number, deliveryId: number, kind: "ack" | "nack"): Promise<void> {
     let s = this.settles.get(consumerId);
-    if (!s) this.settles.set(consumerId, (s = { ack: [], nack: [], done: [] }));
+    if (!s) this.settles.set(consumerId, (s = { ack: [], nack: [] }));
     s[kind].push(deliveryId);
-    const p = new Promise<void>((r) => s!.done.push(r));
     if (!this.settleScheduled) {
       this.settleScheduled = true;
+      // one promise for every ack of this turn: it resolves when their frame is written
+      this.settleWritten = new Promise<void>((r) => (this.settleDone = r));
       setImmediate(() => this.flushSettles());
     }
-    return p;
+    return this.settleWritten;
   }
 
   /** @internal */
   flushSettles(): void {
     this.settleScheduled = false;
-    if (this.settles.size === 0) return;
-    const all = [...this.settles.entries()];
-    this.settles.clear();
-    for (const [consumerId, s] of all) {
-      if (s.ack.length) this.write({ ack: { consumer_id: consumerId, delivery_ids: s.ack } });
-      if (s.nack.length) this.write({ nack: { consumer_id: consumerId, delivery_ids: s.nack } });
-      s.done.forEach((d) => d());
+    const done = this.settleDone;
+    this.settleDone = null;
+    if (this.settles.size) {
+      const all = [...this.settles.entries()];
+      this.settles.clear();
+      for (const [consumerId, s] of all) {
+        if (s.ack.length) this.write({ ack: { consumer_id: consumerId, delivery_ids: s.ack } });
+        if (s.nack.length) this.write({ nack: { consumer_id: consumerId, delivery_ids: s.nack } });
+      }
     }
+    done?.();
   }
 
   /** @internal */
@@ -447,7 +453,9 @@ export class Session extends EventEmitter {
     if (this.transacted && this.txWork) this.rollbackOnly = true;
     for (const p of this.producers.values()) p.onStreamLost(p.idempotent && !this.transacted);
     for (const c of this.consumers.values()) c.onStreamLost();
-    this.settles.clear();
+    this.settles.clear(); // acks not yet written: the new node delivers those messages again
+    this.settleDone?.();
+    this.settleDone = null;
     this.largeChain = Promise.resolve();
     const o = this.options;
     const perTry = o.clientFailureCheckPeriod === -1 ? o.callTimeout : Math.min(o.clientFailureCheckPeriod, o.callTimeout);
