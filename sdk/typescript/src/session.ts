@@ -13,7 +13,24 @@ import { ClientOptions } from "./options";
 import { Node, credentialsMetadata } from "./transport";
 import { Producer } from "./producer";
 import { Consumer, ConsumerOptions } from "./consumer";
-import { RoutingType } from "./message";
+import { RoutingType, decodeProperties } from "./message";
+
+/** A message seen by a queue browser. */
+export interface BrowsedMessage {
+  body: Buffer;
+  properties: ReturnType<typeof decodeProperties>;
+  messageId: number;
+  nodeId: string;
+  address: string;
+  durable: boolean;
+  priority: number;
+  /** waiting, paged or scheduled. */
+  state: string;
+  /** Deliveries before. */
+  deliveryCount: number;
+  bodySize: number;
+  large: boolean;
+}
 import { abortable } from "./producer";
 import type { Connection } from "./connection";
 
@@ -255,6 +272,37 @@ export class Session extends EventEmitter {
     const req = { name: queue, address, routing_type: opts.routingType ?? "ANYCAST", filter: opts.filter ?? "", durable: opts.durable ?? true };
     await this.connection.unary(this.node, "CreateQueue", req);
     if (!req.durable) this.temporaryQueues.push(req);
+  }
+
+  /**
+   * Browses a queue without consuming (Management.BrowseQueue): the messages in
+   * the order a consumer would meet them; no credit, no acks. Stop early with
+   * `break` or the signal. A large message's body is not included (`bodySize` is).
+   */
+  async *browse(queue: string, opts: { selector?: string; pageSize?: number; signal?: AbortSignal } = {}): AsyncIterable<BrowsedMessage> {
+    await this.ready(opts.signal);
+    const call = this.node.management.BrowseQueue(
+      { queue, filter: opts.selector ?? "", page_size: opts.pageSize ?? 0 }, credentialsMetadata(this.options));
+    const onAbort = () => call.cancel();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for await (const page of call as AsyncIterable<any>) {
+        for (const b of page.messages) {
+          const msg = b.message ?? {};
+          yield {
+            body: msg.body ?? Buffer.alloc(0), properties: decodeProperties(msg.properties), messageId: msg.message_id,
+            nodeId: msg.node_id, address: msg.address, durable: msg.durable, priority: msg.priority,
+            state: b.state, deliveryCount: b.delivery_count, bodySize: Number(b.body_size), large: Boolean(msg.large),
+          };
+        }
+      }
+    } catch (e) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      throw (e as any)?.code !== undefined ? fromGrpcError(e as any) : e;
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      call.cancel();
+    }
   }
 
   /** Deletes the durable subscription `subscription` of this session's client id. */
