@@ -12,8 +12,9 @@ import {
 import { ClientOptions } from "./options";
 import { Node, credentialsMetadata } from "./transport";
 import { Producer } from "./producer";
-import { Consumer, ConsumerOptions } from "./consumer";
-import { RoutingType, decodeProperties } from "./message";
+import { Consumer, ConsumerOptions, ReceivedMessage } from "./consumer";
+import { randomUUID } from "node:crypto";
+import { RoutingType, SendOptions, decodeProperties } from "./message";
 
 /** A message seen by a queue browser. */
 export interface BrowsedMessage {
@@ -304,6 +305,48 @@ export class Session extends EventEmitter {
       call.cancel();
     }
   }
+
+  /**
+   * Request-reply as docs/protocol.md §6.6 (JMS QueueRequestor): sends `body` to `address`
+   * with a temporary reply address and a correlation id, resolves with the reply or
+   * null after `timeoutMs`. Refused on a transacted session (the request would leave at commit).
+   */
+  async request(address: string, body: Buffer | string, opts: SendOptions & { timeoutMs?: number } = {}): Promise<ReceivedMessage | null> {
+    if (this.transacted) throw new InvalidRequestError("request-reply on a transacted session: the request would leave only at commit");
+    const replyTo = randomUUID();
+    const correlationId = randomUUID();
+    const replies = await this.subscribe(replyTo);
+    try {
+      const producer = await this.createProducer(address);
+      try {
+        await producer.send(body, { ...opts, replyTo, correlationId });
+      } finally {
+        await producer.close();
+      }
+      const deadline = Date.now() + (opts.timeoutMs ?? this.options.callTimeout);
+      for (;;) {
+        const left = deadline - Date.now();
+        if (left <= 0) return null;
+        const m = await replies.receive({ timeoutMs: left, signal: opts.signal });
+        if (m === null) return null;
+        await m.ack();
+        if (m.correlationId === correlationId) return m;
+      }
+    } finally {
+      await replies.close();
+    }
+  }
+
+  /** Answers a request (§6.6): to its replyTo, with its correlation id (or ID:<node>:<message id>). */
+  async reply(request: ReceivedMessage, body: Buffer | string, opts: SendOptions = {}): Promise<void> {
+    if (!request.replyTo) throw new InvalidRequestError("the message has no replyTo to answer");
+    const producer = this.replyProducer ?? (this.replyProducer = await this.createProducer(""));
+    await producer.send(body, {
+      ...opts, address: request.replyTo, correlationId: request.correlationId || `ID:${request.nodeId}:${request.messageId}`,
+    });
+  }
+
+  private replyProducer: Producer | null = null;
 
   /** Deletes the durable subscription `subscription` of this session's client id. */
   async unsubscribe(subscription: string): Promise<{ queue: string; messagesRemoved: number }> {

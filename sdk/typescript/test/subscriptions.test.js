@@ -63,3 +63,27 @@ test("a queue browser sees the messages without taking them; a bad selector is I
   await assert.rejects(async () => { for await (const _ of s.browse("no.such.q")) void _; }, m.QueueNotFoundError);
   await conn.close();
 });
+
+test("request-reply: a responder answers, the requester gets the reply by correlation id", async () => {
+  const conn = await m.connect(router.url);
+  const server = await conn.createSession();
+  await server.createQueue("rpc.q", "rpc.q");
+  const requests = await server.createConsumer("rpc.q");
+  const serving = (async () => {
+    for (let i = 0; i < 2; i++) {
+      const req = await requests.receive({ timeoutMs: 10000 });
+      await server.reply(req, `echo ${req.body}`);
+      await req.ack();
+    }
+  })();
+  const client = await conn.createSession();
+  const r1 = await client.request("rpc.q", "one", { timeoutMs: 10000 });
+  const r2 = await client.request("rpc.q", "two", { timeoutMs: 10000 });
+  await serving;
+  assert.equal(r1.body.toString(), "echo one");
+  assert.equal(r2.body.toString(), "echo two");
+  assert.equal(await client.request("nobody.q", "x", { timeoutMs: 300 }), null);
+  const tx = await conn.createSession({ transacted: true });
+  await assert.rejects(tx.request("rpc.q", "x"), m.InvalidRequestError);
+  await conn.close();
+});
