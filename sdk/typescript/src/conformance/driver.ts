@@ -122,6 +122,8 @@ const OPS: Record<string, (req: Req) => Promise<Record<string, unknown>>> = {
     return {};
   },
   async consumer(req) {
+    // `credit` is given to the SDK as its window: bytes, as consumerWindowSize (0: one message
+    // per receive, -1: unbounded). The protocol has no credit in messages (docs/protocol.md §6.2).
     const s = get(req.session, Session, "session");
     return { consumer: put("k", await s.createConsumer(need(req, "queue"), { selector: req.selector, windowSize: req.credit })) };
   },
