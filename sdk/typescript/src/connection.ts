@@ -6,8 +6,8 @@
  */
 import { EventEmitter } from "node:events";
 import * as grpc from "@grpc/grpc-js";
-import { ConnectionFailedError, MeshMQError, NotActiveError, fromGrpcError } from "./errors";
-import { ClientOptions } from "./options";
+import { ConnectionFailedError, InvalidRequestError, MeshMQError, NotActiveError, fromGrpcError } from "./errors";
+import { ClientOptions, DEFAULT_OPTIONS, isOptionName, validateOptions } from "./options";
 import { LoadBalancingPolicy, orderCandidates, policyFromName } from "./loadbalance";
 import { ParsedURI, parseUri, target } from "./uri";
 import { Node, channelCredentials, credentialsMetadata } from "./transport";
@@ -48,7 +48,14 @@ const LOST = new Set(["CONNECTION_FAILED"]);
 export async function connect(uri: string, opts: ConnectOptions = {}): Promise<Connection> {
   const parsed = parseUri(uri);
   const { loadBalancingPolicy, signal, ...overrides } = opts;
-  const withOverrides = { ...parsed, options: { ...parsed.options, ...overrides } };
+  for (const [k, v] of Object.entries(overrides)) {
+    if (!isOptionName(k)) throw new InvalidRequestError(`unknown connect option ${JSON.stringify(k)}`);
+    if (typeof v !== typeof DEFAULT_OPTIONS[k]) {
+      throw new InvalidRequestError(`connect option ${k}: expected a ${typeof DEFAULT_OPTIONS[k]}, got ${JSON.stringify(v)}`);
+    }
+  }
+  const options = validateOptions({ ...parsed.options, ...overrides }, (name) => void policyFromName(name));
+  const withOverrides = { ...parsed, options };
   const conn = new Connection(withOverrides, loadBalancingPolicy);
   try {
     await conn.firstContact(signal);
@@ -166,16 +173,15 @@ export class Connection extends EventEmitter {
     call.on("status", () => {
       if (this.closed || call !== this.watch) return;
       // The watched node is gone: keep the last list, watch another member after retryInterval.
-      setTimeout(() => this.rewatch(t, this.options.retryInterval), this.options.retryInterval);
+      setTimeout(() => this.rewatch(t), this.options.retryInterval);
     });
   }
 
-  private rewatch(failed: string, interval: number): void {
+  private rewatch(failed: string): void {
     if (this.closed) return;
     const others = [...(this.members?.map((m) => m.connector) ?? []), ...this.listed].filter((c) => this.mayReceivePassword(c));
     const next = others.find((c) => c !== failed) ?? failed;
     this.startWatch(next);
-    void interval;
   }
 
   /** The cluster's members as last pushed (null before the first push). */

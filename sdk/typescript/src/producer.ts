@@ -5,7 +5,7 @@
  * sent as a header plus LargeChunks (§7).
  */
 import { randomUUID } from "node:crypto";
-import { DuplicateIdError, InvalidRequestError, MeshMQError, UnblockedError, errorFor } from "./errors";
+import { InvalidRequestError, MeshMQError, UnblockedError, errorFor } from "./errors";
 import { SendOptions, toWireMessage, windowCost } from "./message";
 import type { Session } from "./session";
 
@@ -351,4 +351,3 @@ function abortError(): Error {
   return e;
 }
 
-export { DuplicateIdError };

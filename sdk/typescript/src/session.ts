@@ -6,7 +6,7 @@
 import { EventEmitter, once } from "node:events";
 import * as grpc from "@grpc/grpc-js";
 import {
-  ConnectionFailedError, InvalidRequestError, MeshMQError, NotTransactedError, ScaledDownError,
+  ConnectionFailedError, InvalidRequestError, MeshMQError, ScaledDownError,
   TransactionRolledBackError, UnblockedError, errorFor, fromGrpcError, warrantsFailover,
 } from "./errors";
 import { ClientOptions } from "./options";
@@ -636,4 +636,3 @@ export class Session extends EventEmitter {
   get isTransacted(): boolean { return this.transacted; }
 }
 
-export { NotTransactedError };

@@ -77,3 +77,10 @@ test("load-balancing policies by name, Artemis class names included", () => {
   const s = sticky.select(5);
   assert.ok([1, 2, 3].every(() => sticky.select(5) === s));
 });
+
+test("connect() options are checked like URI options", async () => {
+  const { connect } = require("../dist/index.js");
+  await assert.rejects(connect("meshmq://127.0.0.1:1", { consumerWindowSiz: 5 }), (e) => e instanceof InvalidRequestError && /consumerWindowSiz/.test(e.message));
+  await assert.rejects(connect("meshmq://127.0.0.1:1", { callTimeout: "5" }), (e) => e instanceof InvalidRequestError && /callTimeout/.test(e.message));
+  await assert.rejects(connect("meshmq://127.0.0.1:1", { callTimeout: -5 }), (e) => e instanceof InvalidRequestError && /callTimeout/.test(e.message));
+});
