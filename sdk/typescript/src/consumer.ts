@@ -285,6 +285,14 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
     this.flowPending = false;
   }
 
+  /** @internal created again on a new stream: a receive() waiting with window 0 asks again. */
+  onReattached(): void {
+    if (this.window === 0 && this.waiters.length && !this.flowPending) {
+      this.flowPending = true;
+      this.session.write({ flow: { consumer_id: this.id, credits: 1 } });
+    }
+  }
+
   /** @internal the consumer ends: iterators finish, receive() answers null (or throws `err`). */
   end(err: Error | null): void {
     this.closed = true;

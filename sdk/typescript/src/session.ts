@@ -591,7 +591,7 @@ export class Session extends EventEmitter {
     for (const c of this.consumers.values()) {
       const a = this.expect(`c:${c.id}`, "create_consumer");
       this.write({ create_consumer: c.createRequest() });
-      answers.push(a.catch((e) => { this.consumers.delete(c.id); c.end(e); }));
+      answers.push(a.then(() => c.onReattached(), (e) => { this.consumers.delete(c.id); c.end(e); }));
     }
     for (const p of this.producers.values()) p.resendKept();
     await Promise.all(answers);

@@ -195,3 +195,25 @@ test("failover:(a,b): with a gone for good the session moves to b, listeners hea
     await b.stop();
   }
 });
+
+test("a window-0 consumer waiting in receive() across a failover gets the message sent after it", async () => {
+  const router = await startRouter({ port: await freePort() });
+  const conn = await m.connect(`${router.url}?${OPTS}&consumerWindowSize=0`);
+  try {
+    const s = await conn.createSession();
+    await s.createQueue("w0.q", "w0.q");
+    const c = await s.createConsumer("w0.q");
+    const waiting = c.receive({ timeoutMs: 60000 });
+    await router.kill9();
+    await router.start();
+    const other = await m.connect(`${router.url}?initialConnectAttempts=-1&retryInterval=100`);
+    const p = await (await other.createSession()).createProducer("w0.q");
+    await p.send("after");
+    const msg = await waiting;
+    assert.equal(msg?.body.toString(), "after");
+    await other.close();
+  } finally {
+    await conn.close();
+    await router.stop();
+  }
+});
