@@ -593,7 +593,10 @@ export class Session extends EventEmitter {
       this.write({ create_consumer: c.createRequest() });
       answers.push(a.then(() => c.onReattached(), (e) => { this.consumers.delete(c.id); c.end(e); }));
     }
-    for (const p of this.producers.values()) p.resendKept();
+    for (const p of this.producers.values()) {
+      p.resendKept();
+      p.flush(); // sends queued while the stream was down (their flush found it closed)
+    }
     await Promise.all(answers);
     this.readyWaiters.splice(0).forEach((w) => w.resolve());
     this.connection.failoverDone(this.failedTargetOf(), this, true, null);
