@@ -4,7 +4,8 @@
 #     with --test also PostgreSQL's server binaries (scripts/ensure_postgres.sh)
 #     and etcd (scripts/ensure_etcd.sh), Java 17 and the JDBC driver jars for
 #     Spark (scripts/ensure_spark.sh), chromium for the console's browser test,
-#     Prometheus for the alert rules' test
+#     Prometheus for the alert rules' test, Node.js and npm with the TypeScript
+#     SDK's packages (npm ci by its lockfile) and its build (scripts/ensure_typescript_sdk.sh)
 #   - a virtualenv in .venv with meshmq installed in editable mode
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
@@ -62,4 +63,6 @@ if [[ $want_test -eq 1 ]]; then
     command -v chromium >/dev/null 2>&1 || apt_install_missing chromium
     # The alert rules in deploy/monitoring/ are checked by Debian's Prometheus (tests/metrics/test_alert_rules.py).
     command -v prometheus >/dev/null 2>&1 || apt_install_missing prometheus
+    # The TypeScript SDK, built: tests/sdk runs its node tests, tests/conformance its driver.
+    bash scripts/ensure_typescript_sdk.sh
 fi

@@ -1,4 +1,4 @@
-// The conformance driver (CONFORMANCE_DRIVER.md): requests piped to dist/conformance/driver.js against a real router.
+// The conformance driver (tests/conformance/DRIVER.md in the repository): requests piped to dist/conformance/driver.js against a real router.
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
@@ -114,7 +114,7 @@ test("a large message, a transaction and a selector through the driver", async (
   assert.equal(big.sha256, crypto.createHash("sha256").update(expected).digest("hex"));
   await ok("ack", { message: big.handle });
   await ok("close", { handle: consumer });
-  const { consumer: picky } = await ok("consumer", { session, queue: "drv.big", selector: "kind = 'small'", credit: 0 });
+  const { consumer: picky } = await ok("consumer", { session, queue: "drv.big", selector: "kind = 'small'", credit: 1 });
   const small = (await ok("receive", { consumer: picky, timeout_ms: 5000 })).message;
   assert.equal(Buffer.from(small.body, "base64").toString(), "small");
   await ok("ack", { message: small.handle });

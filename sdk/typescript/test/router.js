@@ -7,7 +7,8 @@ const os = require("node:os");
 const path = require("node:path");
 
 const REPO = path.resolve(__dirname, "..", "..", "..");
-const PYTHON = process.env.MESHMQ_PYTHON || (fs.existsSync("/work/main/.venv/bin/python") ? "/work/main/.venv/bin/python" : "python3");
+const VENV_PYTHON = path.join(REPO, ".venv", "bin", "python");
+const PYTHON = process.env.MESHMQ_PYTHON || (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : "python3");
 const ENV = { ...process.env, PYTHONPATH: REPO, PYTHONUNBUFFERED: "1" };
 
 function waitFor(cond, timeoutMs, what) {
@@ -66,14 +67,13 @@ async function startRouter({ name = "ts", extra = "", acceptor = "", dir, port =
   return router.start();
 }
 
-/** A free loopback port (for a node that must come back on the same one). */
-function freePort() {
-  const net = require("node:net");
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
-  });
+/** A free loopback port (for a node that must come back on the same one): picked by the
+ * project's own picker (meshmq/ports.py) below the kernel's ephemeral range, in this test
+ * run's slice (MESHMQ_PORT_SLICE), so no outgoing connection or bind to port 0 takes it
+ * before the router binds it. */
+async function freePort() {
+  const out = execFileSync(PYTHON, ["-c", "from meshmq.ports import free_port; print(free_port())"], { env: ENV });
+  return Number(String(out).trim());
 }
 
 /** A throwaway CA and a server certificate for 127.0.0.1 (meshmq/security/certs.py). */

@@ -1,5 +1,5 @@
 /**
- * The conformance driver (CONFORMANCE_DRIVER.md): one JSON request per line on
+ * The conformance driver (tests/conformance/DRIVER.md in the repository): one JSON request per line on
  * stdin, one JSON response per line on stdout, requests run concurrently.
  *   node dist/conformance/driver.js
  */
@@ -122,10 +122,16 @@ const OPS: Record<string, (req: Req) => Promise<Record<string, unknown>>> = {
     return {};
   },
   async consumer(req) {
-    // `credit` is given to the SDK as its window: bytes, as consumerWindowSize (0: one message
-    // per receive, -1: unbounded). The protocol has no credit in messages (docs/protocol.md §6.2).
+    // `credit` counts messages (tests/conformance/DRIVER.md); the SDK's window is in bytes
+    // (consumerWindowSize, docs/protocol.md §6.2). Credit 1 is its window 0, one message per
+    // receive; a larger credit has no exact byte equivalent and is refused, as the Python driver does.
     const s = get(req.session, Session, "session");
-    return { consumer: put("k", await s.createConsumer(need(req, "queue"), { selector: req.selector, windowSize: req.credit })) };
+    let windowSize: number | undefined;
+    if (req.credit === undefined || req.credit === null) windowSize = undefined;
+    else if (req.credit === 1) windowSize = 0;
+    else throw new InvalidRequestError(`consumer: the TypeScript SDK's credit is in bytes; only credit 1 (window 0) ` +
+                                       `has an exact equivalent in messages, not ${JSON.stringify(req.credit)}`);
+    return { consumer: put("k", await s.createConsumer(need(req, "queue"), { selector: req.selector, windowSize })) };
   },
   async receive(req) {
     const c = get(req.consumer, Consumer, "consumer");
