@@ -45,6 +45,7 @@ class Reason(str, enum.Enum):
     SLOW_CONSUMER = "SLOW_CONSUMER"
     # Clustered grouping: no decision from the LOCAL grouping handler within its timeout.
     GROUPING_UNAVAILABLE = "GROUPING_UNAVAILABLE"
+    UNSUPPORTED_VERSION = "UNSUPPORTED_VERSION"
     INTERNAL = "INTERNAL"
 
 
@@ -73,6 +74,7 @@ STATUS_FOR_REASON: dict[Reason, grpc.StatusCode] = {
     Reason.SCALED_DOWN: grpc.StatusCode.UNAVAILABLE,
     Reason.SLOW_CONSUMER: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Reason.GROUPING_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    Reason.UNSUPPORTED_VERSION: grpc.StatusCode.FAILED_PRECONDITION,
     Reason.INTERNAL: grpc.StatusCode.INTERNAL,
 }
 
@@ -194,6 +196,13 @@ class FencedError(MeshMQError):
     reason = Reason.FENCED
 
 
+class UnsupportedVersionError(MeshMQError):
+    """The router no longer accepts this client's session protocol
+    (its min-client-protocol-version is above it): upgrade the SDK."""
+
+    reason = Reason.UNSUPPORTED_VERSION
+
+
 class StoreUnavailableError(MeshMQError):
     reason = Reason.STORE_UNAVAILABLE
 
@@ -218,6 +227,7 @@ _CLASS_FOR_REASON: dict[Reason, type[MeshMQError]] = {
         FencedError,
         StoreUnavailableError,
         UnblockedError,
+        UnsupportedVersionError,
     )
 }
 

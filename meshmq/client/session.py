@@ -28,6 +28,7 @@ from typing import Protocol
 
 import grpc
 
+from meshmq.config import defaults
 from meshmq.aio import wait_for
 from meshmq.errors import (
     ConnectionFailedError, InvalidRequestError, MeshMQError, QueueExistsError, Reason, ScaledDownError,
@@ -213,7 +214,8 @@ class Session:
         try:
             try:
                 await call.write(
-                    bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted))
+                    bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted,
+                                                            protocol_version=defaults.PROTOCOL_VERSION))
                 )
             except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
                 self._calls.pop(("opened", 0), None)

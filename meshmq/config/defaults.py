@@ -623,3 +623,9 @@ def effective_global_max_size(configured: int | None, memory: MemoryLimit | None
         f"not set: the smaller of {GLOBAL_MAX_SIZE_CAP // mib} MiB and 1/{GLOBAL_MAX_SIZE_SHARE} of "
         f"{memory.bytes // mib} MiB ({memory.source})",
     )
+
+# The session protocol (docs/protocol.md section 14): what this release speaks, and the oldest
+# client protocol a router accepts by default (min-client-protocol-version). Protocol 1 is every
+# client from before versions (it sends none); 2 is the first that says its version.
+PROTOCOL_VERSION = 2
+MIN_CLIENT_PROTOCOL_VERSION = 1

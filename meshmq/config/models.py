@@ -1027,6 +1027,9 @@ class BrokerConfig(ConfigModel):
     id_cache_max_bytes: Annotated[int, BeforeValidator(_byte_size), Field(ge=-1)] = defaults.ID_CACHE_MAX_BYTES
     # ms; an auto-created address that routed a message nowhere goes after this (services/router/auto_delete.py).
     address_queue_scan_period: Annotated[int, Field(ge=-1)] = defaults.ADDRESS_QUEUE_SCAN_PERIOD
+    # Sessions of clients speaking an older protocol are refused (UNSUPPORTED_VERSION).
+    min_client_protocol_version: Annotated[int, Field(ge=1, le=defaults.PROTOCOL_VERSION)] = (
+        defaults.MIN_CLIENT_PROTOCOL_VERSION)
     # None (left out): a share of the memory the process may use (defaults.effective_global_max_size).
     global_max_size: Annotated[int, BeforeValidator(_byte_size), Field(ge=-1)] | None = defaults.GLOBAL_MAX_SIZE
     message_expiry_scan_period: Annotated[

@@ -72,22 +72,28 @@ class Redirect(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., connector: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class OpenSession(_message.Message):
-    __slots__ = ("client_id", "transacted")
+    __slots__ = ("client_id", "transacted", "protocol_version")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     TRANSACTED_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     transacted: bool
-    def __init__(self, client_id: _Optional[str] = ..., transacted: _Optional[bool] = ...) -> None: ...
+    protocol_version: int
+    def __init__(self, client_id: _Optional[str] = ..., transacted: _Optional[bool] = ..., protocol_version: _Optional[int] = ...) -> None: ...
 
 class SessionOpened(_message.Message):
-    __slots__ = ("node_id", "session_id", "version")
+    __slots__ = ("node_id", "session_id", "version", "protocol_version", "min_protocol_version")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MIN_PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     session_id: str
     version: str
-    def __init__(self, node_id: _Optional[str] = ..., session_id: _Optional[str] = ..., version: _Optional[str] = ...) -> None: ...
+    protocol_version: int
+    min_protocol_version: int
+    def __init__(self, node_id: _Optional[str] = ..., session_id: _Optional[str] = ..., version: _Optional[str] = ..., protocol_version: _Optional[int] = ..., min_protocol_version: _Optional[int] = ...) -> None: ...
 
 class CreateProducer(_message.Message):
     __slots__ = ("producer_id", "address", "window_size")

@@ -48,6 +48,7 @@ def _check_window(what: str, size: int, zero: str, **ids: int) -> None:
 class OpenSession:
     client_id: str
     transacted: bool
+    protocol_version: int  # the client's (1: one that sent none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,4 +205,4 @@ def open_session(req: bpb.SessionRequest) -> OpenSession:
     """The first request of a session, which must be `open`."""
     if req.WhichOneof("kind") != "open":
         raise BrokerError(Reason.INVALID_REQUEST, "the first request of a session must be `open`")
-    return OpenSession(req.open.client_id, req.open.transacted)
+    return OpenSession(req.open.client_id, req.open.transacted, req.open.protocol_version or 1)

@@ -13,6 +13,7 @@ import grpc
 from meshmq import __version__
 from meshmq.activation import EpochGrant, local_grant
 from meshmq.config.address_settings import AddressSettingsResolver
+from meshmq.config import defaults
 from meshmq.config.defaults import effective_global_max_size
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
@@ -57,11 +58,13 @@ _LOW_WATER = 4
 
 
 class BrokerServicer(bgrpc.BrokerServicer):
-    def __init__(self, broker: Broker, auth: Authenticator, authorizer: Authorizer) -> None:
+    def __init__(self, broker: Broker, auth: Authenticator, authorizer: Authorizer,
+                 min_client_protocol_version: int = defaults.MIN_CLIENT_PROTOCOL_VERSION) -> None:
         self.broker = broker
         self.auth = auth
         self.authorizer = authorizer
         self.sessions: dict[str, ServerSession] = {}
+        self.min_client_protocol_version = min_client_protocol_version
 
     async def Session(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
         try:
@@ -77,6 +80,13 @@ class BrokerServicer(bgrpc.BrokerServicer):
         except BrokerError as exc:
             await abort_with(context, exc)
             return
+        oldest = self.min_client_protocol_version
+        if opening.protocol_version < oldest:
+            await abort_with(context, BrokerError(
+                Reason.UNSUPPORTED_VERSION,
+                f"this router accepts session protocol {oldest} or newer (min-client-protocol-version); the client "
+                f"speaks {opening.protocol_version}: upgrade its SDK"))
+            return
         session = ServerSession(
             self.broker, uuid.uuid4().hex, opening.client_id, opening.transacted, user,
             access_for(self.authorizer, user),
@@ -86,7 +96,8 @@ class BrokerServicer(bgrpc.BrokerServicer):
         self.sessions[session.id] = session
         session.send(
             bpb.SessionResponse(
-                opened=bpb.SessionOpened(node_id=self.broker.node_id, session_id=session.id, version=__version__)
+                opened=bpb.SessionOpened(node_id=self.broker.node_id, session_id=session.id, version=__version__,
+                                         protocol_version=defaults.PROTOCOL_VERSION, min_protocol_version=oldest)
             )
         )
         reader = asyncio.create_task(self._read(session, it))
@@ -212,7 +223,7 @@ class RouterNode:
         if self.config.security_enabled and not authorizer.active:
             log.warning("security-enabled is true but there are no security-settings: every authenticated user "
                         "may do everything (docs/security.md shows how to grant permissions to roles)")
-        self.sessions = BrokerServicer(self.broker, auth, authorizer)
+        self.sessions = BrokerServicer(self.broker, auth, authorizer, self.config.min_client_protocol_version)
         add_servicer(self.server, self.sessions, bpb.DESCRIPTOR.services_by_name["Broker"])
         add_servicer(
             self.server, ManagementServicer(self.broker, auth, self.topology, authorizer,

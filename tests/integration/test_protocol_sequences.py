@@ -13,6 +13,8 @@ import contextlib
 import grpc
 import pytest
 
+from meshmq.client import connect
+from meshmq.config import defaults
 from meshmq.transport import open_channel
 from meshmq.v1 import broker_pb2 as bpb
 from meshmq.v1 import messages_pb2 as mpb
@@ -254,3 +256,45 @@ async def test_close_connection_ends_the_session_with_connection_failed(router):
         assert await s.read() is grpc.aio.EOF
         assert await s.call.code() == grpc.StatusCode.UNAVAILABLE
         assert ("meshmq-reason", "CONNECTION_FAILED") in tuple(await s.call.trailing_metadata())
+
+
+async def test_the_router_says_its_protocol_and_accepts_a_client_that_says_none_by_default(router):
+    async with raw(router) as s:  # no protocol_version: a client from before versions (protocol 1)
+        await s.send(create_producer=bpb.CreateProducer(producer_id=1, address=uniq("proto.v1")))
+        await s.expect("producer_created")
+    channel = open_channel(router.endpoint)
+    try:
+        s = Raw(channel)
+        await s.send(open=bpb.OpenSession(client_id="v", protocol_version=defaults.PROTOCOL_VERSION))
+        opened = await s.expect("opened")
+        assert (opened.protocol_version, opened.min_protocol_version) == (defaults.PROTOCOL_VERSION, 1)
+        s.call.cancel()
+    finally:
+        await channel.close()
+
+
+async def test_a_router_with_a_minimum_protocol_tells_an_older_client_no_and_serves_the_sdks(tmp_path):
+    """min-client-protocol-version: 2 refuses a client that says no version
+    (UNSUPPORTED_VERSION, naming both), and the Python SDK, which says 2, works."""
+    n = Nodes(tmp_path)
+    try:
+        node = n.router("strict", extra="min-client-protocol-version: 2\n")
+        channel = open_channel(node.endpoint)
+        try:
+            s = Raw(channel)
+            await s.send(open=bpb.OpenSession(client_id="old"))
+            assert await s.read() is grpc.aio.EOF
+            assert await s.call.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert ("meshmq-reason", "UNSUPPORTED_VERSION") in tuple(await s.call.trailing_metadata())
+            assert "session protocol 2 or newer" in await s.call.details()
+        finally:
+            await channel.close()
+        async with await connect(node.url) as conn:
+            session = await conn.session()
+            producer = await session.create_producer("proto.v2")
+            await producer.send(b"spoken in 2", routing_type="anycast")
+            consumer = await session.create_consumer("proto.v2")
+            got = await consumer.receive(5)
+            assert got is not None and got.body == b"spoken in 2"
+    finally:
+        n.stop_all()

@@ -271,7 +271,7 @@ BAD_INPUTS = [
     pytest.param(
         "name: a\nfoo-bar-baz: 1\n",
         "node.yaml:2: foo-bar-baz: unknown key (expected one of: name, persistence-enabled, data-directory, "
-        "id-cache-size, persist-id-cache, id-cache-max-bytes, address-queue-scan-period, global-max-size, message-expiry-scan-period, max-disk-usage, "
+        "id-cache-size, persist-id-cache, id-cache-max-bytes, address-queue-scan-period, min-client-protocol-version, global-max-size, message-expiry-scan-period, max-disk-usage, "
         "disk-scan-period, security-enabled, users, "
         "security-settings, cluster-user, cluster-password, insecure-cluster, login-throttle, acceptors, rebalance-cluster-clients, journal, addresses, address-settings, wildcard-addresses, discovery-groups, broadcast-groups, "
         "discovery, connectors, cluster-connections, network-connectors, tree-connector, grouping-handler, ha-policy, ha-coordinator, gateway, metrics)",

@@ -11,7 +11,7 @@ export const REASONS = [
   "QUEUE_EXISTS", "QUEUE_IN_USE", "ADDRESS_EXISTS", "ADDRESS_IN_USE", "DUPLICATE_ID", "ADDRESS_FULL",
   "TRANSACTION_ROLLED_BACK", "NOT_TRANSACTED", "UNAUTHENTICATED", "PERMISSION_DENIED", "MESSAGE_TOO_LARGE",
   "NOT_ACTIVE", "FENCED", "STORE_UNAVAILABLE", "UNBLOCKED", "CONNECTION_FAILED", "SCALED_DOWN",
-  "SLOW_CONSUMER", "GROUPING_UNAVAILABLE", "INTERNAL",
+  "SLOW_CONSUMER", "GROUPING_UNAVAILABLE", "UNSUPPORTED_VERSION", "INTERNAL",
 ] as const;
 export type Reason = (typeof REASONS)[number];
 
@@ -50,6 +50,8 @@ export class FencedError extends MeshMQError { constructor(m: string) { super(m,
 export class StoreUnavailableError extends MeshMQError { constructor(m: string) { super(m, "STORE_UNAVAILABLE"); } }
 export class SlowConsumerError extends MeshMQError { constructor(m: string) { super(m, "SLOW_CONSUMER"); } }
 export class GroupingUnavailableError extends MeshMQError { constructor(m: string) { super(m, "GROUPING_UNAVAILABLE"); } }
+/** The router no longer accepts this SDK's session protocol (min-client-protocol-version): upgrade the SDK. */
+export class UnsupportedVersionError extends MeshMQError { constructor(m: string) { super(m, "UNSUPPORTED_VERSION"); } }
 export class InternalError extends MeshMQError { constructor(m: string) { super(m, "INTERNAL"); } }
 
 /** A call in flight when its session failed over: its outcome is unknown (resend with the same duplicate id). */
@@ -83,7 +85,7 @@ const CLASS_FOR_REASON: Record<Reason, new (m: string) => MeshMQError> = {
   MESSAGE_TOO_LARGE: MessageTooLargeError, NOT_ACTIVE: NotActiveError, FENCED: FencedError,
   STORE_UNAVAILABLE: StoreUnavailableError, UNBLOCKED: UnblockedError, CONNECTION_FAILED: ConnectionFailedError,
   SCALED_DOWN: ScaledDownError, SLOW_CONSUMER: SlowConsumerError, GROUPING_UNAVAILABLE: GroupingUnavailableError,
-  INTERNAL: InternalError,
+  UNSUPPORTED_VERSION: UnsupportedVersionError, INTERNAL: InternalError,
 };
 
 export function isReason(r: string): r is Reason {

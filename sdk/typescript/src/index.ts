@@ -1,6 +1,6 @@
 /** meshmq client SDK for Node.js: see README.md. */
 export { connect, Connection, ConnectOptions, FailoverEventType, NodeInfo, TopologyMember } from "./connection";
-export { Session, ProducerOptions, QueueOptions, BrowsedMessage } from "./session";
+export { Session, ProducerOptions, QueueOptions, BrowsedMessage, PROTOCOL_VERSION } from "./session";
 export { Producer, BodySource } from "./producer";
 export { Consumer, ConsumerOptions, ReceiveOptions, ReceivedMessage } from "./consumer";
 export { Double, Properties, PropertyValue, RoutingType, SendOptions } from "./message";

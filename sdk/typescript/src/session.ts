@@ -10,6 +10,10 @@ import {
   TransactionRolledBackError, UnblockedError, errorFor, fromGrpcError, warrantsFailover,
 } from "./errors";
 import { ClientOptions } from "./options";
+
+/** The session protocol this SDK speaks (docs/protocol.md §14): a router whose
+ * min-client-protocol-version is above it refuses it with UnsupportedVersionError. */
+export const PROTOCOL_VERSION = 2;
 import { Node, credentialsMetadata } from "./transport";
 import { Producer } from "./producer";
 import { Consumer, ConsumerOptions, ReceivedMessage } from "./consumer";
@@ -86,7 +90,7 @@ async function openStream(node: Node, o: ClientOptions, transacted: boolean, tim
     call.on("data", onData);
     call.on("status", onStatus);
     call.on("error", () => undefined); // the status carries it
-    call.write({ open: { client_id: o.clientID, transacted } });
+    call.write({ open: { client_id: o.clientID, transacted, protocol_version: PROTOCOL_VERSION } });
   });
 }
 
