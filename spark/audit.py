@@ -160,7 +160,9 @@ def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, pr
     crossed, acknowledged, first_ack_ts, last_ack_ts, redelivered, status,
     anomaly, anomalies, fate.
     """
-    refs = references(events, since, waiting_keys, produced_in)
+    # Computed once: roots and deliveries read the references five times over, and a
+    # checkpoint (kept while the result is in use) also spares the planner that whole tree in each.
+    refs = references(events, since, waiting_keys, produced_in).localCheckpoint()
     return deliveries(refs, since, until, roots(refs), report_nodes)
 
 
@@ -339,14 +341,24 @@ def offenders(audited: DataFrame) -> DataFrame:
     return audited.filter(F.col("status") == ANOMALY).orderBy(rank, "node_id", "queue", "message_id")
 
 
+def summary_counts(audited: DataFrame) -> DataFrame:
+    """The few rows summarize folds: deliveries per status, fate, anomalies,
+    crossed and copy_of (a report collects it with its other small results)."""
+    return audited.groupBy("status", "fate", "anomalies", "crossed", "copy_of").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("moves").alias("moves"),
+        F.sum((F.col("enqueued_events") > 0).cast("long")).alias("produced"))
+
+
 def summarize(audited: DataFrame) -> dict:
     """Counts: produced deliveries (what producers sent: dead-letter and
     expiry copies apart, in `copies`), exactly once, explained by fate,
     anomalies by kind (a delivery with two anomalies counts in both; copies
     included), the verdict (red when any delivery, copy or not, is an anomaly)."""
-    rows = audited.groupBy("status", "fate", "anomalies", "crossed", "copy_of").agg(
-        F.count(F.lit(1)).alias("n"), F.sum("moves").alias("moves"),
-        F.sum((F.col("enqueued_events") > 0).cast("long")).alias("produced")).collect()
+    return summarize_counts([r.asDict() for r in summary_counts(audited).collect()])
+
+
+def summarize_counts(rows: list[dict]) -> dict:
+    """summarize, from summary_counts' rows already collected."""
     explained = {fate.lower(): 0 for fate in FATES if fate != UNACCOUNTED}
     anomalies = {a.lower(): 0 for a in ANOMALIES}
     out = {"produced": 0, "exactly_once": 0, "explained": 0, "anomalous": 0, "crossed_nodes": 0, "moves": 0}

@@ -158,9 +158,10 @@ def latency_over_time_chart(ts: dict, path: Path) -> Chart:
 
 
 def activity_chart(ts: dict, path: Path) -> Chart:
-    """Backlog (references stored) over time; below, redeliveries,
-    dead-letters and expiries per second for all nodes, then each node's
-    dead letters (solid) and expiries (dashed) in the node's colour."""
+    """Backlog (references stored) over time, all nodes and each node's
+    (dashed, in the node's colour); below, redeliveries, dead-letters and
+    expiries per second for all nodes, then each node's dead letters (solid)
+    and expiries (dashed) in the node's colour."""
     chart = Chart(path)
     fig = _figure(height=8.8)
     top, middle, bottom = fig.subplots(3, 1, sharex=True)
@@ -172,14 +173,17 @@ def activity_chart(ts: dict, path: Path) -> Chart:
         return chart
     _line(top, ts, ts["total"]["backlog"], chart, "backlog (messages stored)", ACTIVITY_COLOURS["backlog"],
           linewidth=1.6)
-    top.set_title("Backlog at the end of each bucket (all durable queues)")
+    colours = node_colours(ts["nodes"])
+    for node, series in ts["nodes"].items():
+        if "backlog" in series:
+            _line(top, ts, series["backlog"], chart, f"{node} backlog", colours[node], linewidth=1.1, linestyle="--")
+    top.set_title("Backlog at the end of each bucket (all durable queues; dashed: each node's)")
     top.set_ylabel("messages")
     for name in ("redelivered", "dead_lettered", "expired"):
         _line(middle, ts, ts["total"][f"{name}_per_s"], chart, f"{name.replace('_', '-')}/s (all nodes)",
               ACTIVITY_COLOURS[name], linewidth=1.3)
     middle.set_title("Redeliveries, dead letters and expiries, all nodes")
     middle.set_ylabel("per second")
-    colours = node_colours(ts["nodes"])
     for node, series in ts["nodes"].items():
         _line(bottom, ts, series["dead_lettered_per_s"], chart, f"{node} dead-lettered/s", colours[node], linewidth=1.2)
         _line(bottom, ts, series["expired_per_s"], chart, f"{node} expired/s", colours[node], linewidth=1.2,

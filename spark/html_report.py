@@ -156,11 +156,11 @@ def render(summary: dict, charts: dict[str, Path]) -> str:
 
     parts.append('<h2 id="tables">Nodes</h2>')
     parts.append(_table(
-        ["node", "node id", "store", "events in store", "enqueued", "acknowledged", "active s",
+        ["node", "node id", "store", "events in store", "backlog now", "enqueued", "acknowledged", "active s",
          "enq/s (active)", "enq/s (window)", "ack/s (active)", "ack/s (window)"],
-        [[n["node_name"], n["node_id"], n["store"], n["events"], n.get("enqueued", 0), n.get("acknowledged", 0),
-          n.get("active_seconds", 0), n.get("enqueued_per_active_s", 0.0), n.get("enqueued_per_window_s", 0.0),
-          n.get("acknowledged_per_active_s", 0.0), n.get("acknowledged_per_window_s", 0.0)] for n in s["nodes"]],
+        [[n["node_name"], n["node_id"], n["store"], n["events"], n.get("backlog", 0), n.get("enqueued", 0),
+          n.get("acknowledged", 0), n.get("active_seconds", 0), n.get("enqueued_per_active_s", 0.0),
+          n.get("enqueued_per_window_s", 0.0), n.get("acknowledged_per_active_s", 0.0), n.get("acknowledged_per_window_s", 0.0)] for n in s["nodes"]],
         left=3,
     ))
     parts.append("<h2>Exactly-once audit</h2>")

@@ -143,29 +143,32 @@ def over_time(win: DataFrame, since: int, bucket_s: int) -> DataFrame:
 
 
 def backlog_changes(events: DataFrame, since: int, until: int, bucket_s: int) -> DataFrame:
-    """bucket, net: how much the stored references grew per bucket (ENQUEUED
-    +1; ACKNOWLEDGED, EXPIRED, DEAD_LETTERED, REMOVED -1), for every event
-    from `since` on; everything at or after `until` in one last bucket."""
+    """bucket, node_id, net: how much each node's stored references grew per
+    bucket (ENQUEUED +1; ACKNOWLEDGED, EXPIRED, DEAD_LETTERED, REMOVED -1),
+    for every event from `since` on; everything at or after `until` in one
+    last bucket."""
     last = (until - since + bucket_s * 1000 - 1) // (bucket_s * 1000)
     bucket = F.least(F.floor((F.col("ts") - F.lit(since)) / F.lit(bucket_s * 1000)).cast("long"), F.lit(last))
     net = F.lit(0)
     for kind, change in _NET.items():
         net = F.when(F.col("kind") == kind, F.lit(change)).otherwise(net)
     return (events.filter((F.col("ts") >= since) & F.col("kind").isin(*_NET))
-            .groupBy(bucket.alias("bucket")).agg(F.sum(net).alias("net")))
+            .groupBy(bucket.alias("bucket"), "node_id").agg(F.sum(net).alias("net")))
 
 
 def fill_series(rows: list[dict], changes: list[dict], backlog_now: int, since: int, until: int, bucket_s: int,
-                node_names: dict[str, str]) -> dict:
+                node_names: dict[str, str], backlog_by_node: dict[str, int] | None = None) -> dict:
     """The charts' series (pure): one value per bucket of the whole window,
     idle buckets included — a rate is 0 there, a latency None (no
     acknowledgement to measure). Rates are per second (count / bucket_s).
     The backlog at the end of each bucket is worked back from `backlog_now`
     (the references stored when the report read the queues) through the
-    changes after it.
+    changes after it; each node's the same way from its own references now
+    (`backlog_by_node`, node_id -> references) and its own changes — a node
+    with a backlog and no traffic of its own (a relay) gets a series too.
 
     rows: over_time rows (bucket, node_id or None, counts, p50_ms, p99_ms);
-    changes: backlog_changes rows (bucket, net)."""
+    changes: backlog_changes rows (bucket, node_id when per node, net)."""
     n = max(1, -(-(until - since) // (bucket_s * 1000)))
     t = [since / 1000 + i * bucket_s for i in range(n)]  # each bucket's start, from the window's (as counted)
 
@@ -181,13 +184,30 @@ def fill_series(rows: list[dict], changes: list[dict], backlog_now: int, since: 
         if 0 <= r["bucket"] < n:
             by_node.setdefault(r["node_id"], {})[r["bucket"]] = r
     total = series(by_node.pop(None, {}))
-    net = {r["bucket"]: r["net"] for r in changes}
-    backlog, level = [0] * n, backlog_now
-    for i in range(n - 1, -1, -1):
-        level -= net.get(i + 1, 0) if i + 1 < n else sum(v for b, v in net.items() if b >= n)
-        backlog[i] = level
-    total["backlog"] = backlog
-    nodes = {node_names.get(node, node): series(keyed) for node, keyed in sorted(by_node.items())}
+
+    def backlog(net: dict[int, int], now: int) -> list[int]:
+        levels, level = [0] * n, now
+        for i in range(n - 1, -1, -1):
+            level -= net.get(i + 1, 0) if i + 1 < n else sum(v for b, v in net.items() if b >= n)
+            levels[i] = level
+        return levels
+
+    net: dict[int, int] = {}
+    node_net: dict[str, dict[int, int]] = {}
+    for r in changes:
+        net[r["bucket"]] = net.get(r["bucket"], 0) + r["net"]
+        if r.get("node_id") is not None:
+            per = node_net.setdefault(r["node_id"], {})
+            per[r["bucket"]] = per.get(r["bucket"], 0) + r["net"]
+    total["backlog"] = backlog(net, backlog_now)
+    if backlog_by_node is not None:
+        for node in set(backlog_by_node) | set(node_net):
+            by_node.setdefault(node, {})
+    nodes = {}
+    for node, keyed in sorted(by_node.items()):
+        nodes[node_names.get(node, node)] = series(keyed)
+        if backlog_by_node is not None:
+            nodes[node_names.get(node, node)]["backlog"] = backlog(node_net.get(node, {}), backlog_by_node.get(node, 0))
     return {"bucket_s": bucket_s, "t": t, "total": total, "nodes": nodes}
 
 
@@ -309,7 +329,17 @@ def ends_by_queue(win: DataFrame) -> DataFrame:
 def totals(win: DataFrame) -> dict[str, int]:
     """Event counts by kind in the window (every kind present, 0 where none;
     DELIVERED events are redeliveries only, hence the name)."""
-    got = {row["kind"]: int(row["count"]) for row in win.groupBy("kind").count().collect()}
+    return totals_of([r.asDict() for r in kind_counts(win).collect()])
+
+
+def kind_counts(win: DataFrame) -> DataFrame:
+    """kind, count: what totals folds (a report collects it with its other small results)."""
+    return win.groupBy("kind").count()
+
+
+def totals_of(rows: list[dict]) -> dict[str, int]:
+    """totals, from kind_counts' rows already collected."""
+    got = {row["kind"]: int(row["count"]) for row in rows}
     names = {ENQUEUED: "enqueued", ACKNOWLEDGED: "acknowledged", DELIVERED: "redelivered",
              EXPIRED: "expired", DEAD_LETTERED: "dead_lettered", REMOVED: "removed"}
     return {name: got.get(kind, 0) for kind, name in names.items()}

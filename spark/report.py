@@ -23,11 +23,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from pathlib import Path
 
 from spark import audit as audit_mod
 from spark import charts, html_report, metrics
+from spark.batch import TableWriter, collect_all
 from spark.errors import AnalyticsError, explain
 from spark.jdbc import Store, parse_store_url
 from spark.store import (
@@ -100,7 +102,7 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     started = time.monotonic()
     now = now_ms()
     step("checking stores")
-    nodes = [open_store(spark, store, window.since) for store in stores]
+    nodes = open_stores(spark, stores, window.since)
     check_distinct_nodes(nodes)
     _refuse_empty(nodes)
     notes = [f"store {n.display} (node {n.node_name}) has no events yet" for n in nodes if n.events == 0]
@@ -112,6 +114,28 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     if retention_note:
         notes.append(retention_note)
     seconds = max(until - since, 1) / 1000.0
+    names = {n.node_id: n.node_name for n in nodes}
+    nodes_df = spark.createDataFrame([(n.node_id, n.node_name) for n in nodes], "node_id STRING, node_name STRING")
+    tables = TableWriter(spark, out / "parquet")
+    try:
+        return _plan(spark, nodes, out, window, partitions, offenders_limit, step, tables, started=started, now=now,
+                     notes=notes, with_events=with_events, since=since, until=until, seconds=seconds, names=names,
+                     nodes_df=nodes_df)
+    finally:
+        tables.finish()
+        tables.release()
+
+
+def _plan(spark, nodes: list[NodeStore], out: Path, window: Window, partitions: int, offenders_limit: int,
+          step: Callable[[str], None], tables: TableWriter, *, started: float, now: int, notes: list[str],
+          with_events: list[NodeStore], since: int, until: int, seconds: float, names: dict[str, str],
+          nodes_df) -> dict:
+    """The report as a few Spark jobs over one cached event table (docs/analytics.md, "How the report runs"):
+    the live state (one job), the events (one job reads every store and caches them, partitioned by
+    message), the audit (its roots, its Parquet tables), then every small result in one job; the rest
+    is arithmetic on a few rows here."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
     # Order matters on a live store. The bounds (taken above) come first, then
     # the live queues, then the event log: a message produced up to the bounds
@@ -122,101 +146,115 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
     live = [read_live(spark, n, partitions) for n in nodes]
     queues = _union([q for q, _ in live]).persist()
     waiting = _union([w for _, w in live]).persist(StorageLevel.MEMORY_AND_DISK)
-    queues.count()
-    waiting.count()
-    nodes_df = spark.createDataFrame([(n.node_id, n.node_name) for n in nodes], "node_id STRING, node_name STRING")
+    # One job reads both (the backlog joins them) and caches them before the event log is read.
+    backlog_frame = metrics.backlog(queues, waiting, nodes_df, now)
+    backlog_rows = tables.write_rows("backlog", _sorted([r.asDict() for r in backlog_frame.collect()],
+                                                        ("node_name", "queue")), backlog_frame)
+    backlog_rows.sort(key=lambda r: -r["messages"])  # stable: busiest first, then by node and queue
 
     step(f"reading events ({partitions} JDBC partition(s) per store)")
     frames = [f for f in (read_events(spark, n, partitions) for n in nodes) if f is not None]
     if not frames:  # --since after every store's last event
         frames = [spark.createDataFrame([], EVENT_SCHEMA)]
-    events = _union(frames).persist(StorageLevel.MEMORY_AND_DISK)
+    # One table of every store's events, hashed by message: the audit groups by message, and
+    # every later job reads this cache (a filter over it is cheaper than a second copy).
+    events = _union(frames).repartition(_shuffle_partitions(spark), "node_id", "message_id").persist(
+        StorageLevel.MEMORY_AND_DISK)
     events_read = events.count()
 
     # Figures are of the log up to the bounds; the audit also counts acknowledgements after them.
-    # Not cached apart: a filter over the cached events is cheaper than a second copy.
-    win = metrics.in_window(events.filter(snapshot_condition(nodes)), since, until)
+    snapshot = events.filter(snapshot_condition(nodes))
+    win = metrics.in_window(snapshot, since, until)
 
-    tables = _Tables(out / "parquet")
     # The audit first: the distinct messages and the distribution count its deliveries.
     step("exactly-once audit")
-    names = {n.node_id: n.node_name for n in nodes}
     waiting_keys = waiting.join(queues.select("node_id", "queue_id", "queue"), ["node_id", "queue_id"])
     refs = audit_mod.references(events, since, waiting_keys, produced_in=snapshot_condition(nodes))
     refs = refs.persist(StorageLevel.MEMORY_AND_DISK)
     audited = audit_mod.deliveries(refs, since, until, audit_mod.roots(refs), list(names))
-    audited = audited.persist(StorageLevel.MEMORY_AND_DISK)
-    tables.write("audit", audited, small=False)
-    audit_summary = audit_mod.summarize(audited)
+    audited = tables.write("audit", audited, small=False)
     # Join first, then order: a join reshuffles rows, so ordering before it would be lost.
     offenders = tables.write("audit_offenders", audit_mod.offenders(audited.join(nodes_df, "node_id", "left")))
-    offender_rows = sorted(
-        (_name_copies(r.asDict(recursive=True), names) for r in offenders.limit(offenders_limit).collect()),
-        key=audit_mod.offender_sort_key,
-    )
-    bridge_rows = tables.write_collect("bridge_traffic", audit_mod.bridge_traffic(refs, since, until),
-                                       sort=("node_id", "cluster_connection", "target_node_id"))
-    confirm_rows = tables.write_collect("bridge_latency", audit_mod.bridge_latency(refs, since, until))
+
+    # Throughput, latency and the series are of the queues clients use: the
+    # internal (store-and-forward) queues are transport, shown in `bridges`.
+    app = metrics.consumer_view(win)
+    step("throughput, latency, distribution and series")
+    # One bucketing for the peaks and the charts: from the window's start, the charts' width.
+    bucket = metrics.chart_bucket_seconds(seconds)
+    per_second = tables.write("throughput_per_second", metrics.throughput_per_second(app, since))
+    placed = audited.filter(F.col("enqueued_events") > 0).select("address", "node_id")
+    per_node, per_address = metrics.distribution(placed, nodes_df)
+    small = {
+        "audit_counts": audit_mod.summary_counts(audited),
+        "offenders": offenders.limit(offenders_limit),
+        "bridge_traffic": audit_mod.bridge_traffic(refs, since, until),
+        "bridge_latency": audit_mod.bridge_latency(refs, since, until),
+        "message_ends": audited.groupBy(
+            F.col("root_node_id").alias("produced_on"), F.col("node_id").alias("ended_on"), "fate").count(),
+        "totals": metrics.kind_counts(app),
+        "transport": metrics.kind_counts(win.filter(metrics.is_transport())),
+        "throughput_by_address": metrics.throughput_by(per_second, ["address"], seconds, bucket).join(
+            metrics.messages_by_address(audited), "address", "left").fillna(0, ["messages"]),
+        "throughput_by_node": nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds, bucket),
+                                            "node_id", "left").fillna(0),
+        "active_seconds": per_second.select("second").distinct().groupBy().count(),
+        "latency_by_address": metrics.latency_by_address(app),
+        "latency_by_node": metrics.latency_by_node(app).join(nodes_df, "node_id", "left"),
+        "latency_overall": metrics.latency_overall(app),
+        "latency_histogram": metrics.latency_histogram(app),
+        "distribution_by_node": per_node,
+        "distribution_by_address": per_address,
+        "ends_by_queue": metrics.ends_by_queue(win),
+        "series": metrics.over_time(app, since, bucket),
+        "backlog_changes": metrics.backlog_changes(snapshot, since, until, bucket),
+    }
+    got = collect_all(small)
+
+    def table(name: str, sort: tuple[str, ...] = ()) -> list[dict]:
+        return tables.write_rows(name, _sorted(got[name], sort), small[name])
+
+    audit_summary = audit_mod.summarize_counts(got["audit_counts"])
+    offender_rows = sorted((_name_copies(r, names) for r in got["offenders"]), key=audit_mod.offender_sort_key)
+    bridge_rows = table("bridge_traffic", ("node_id", "cluster_connection", "target_node_id"))
+    confirm_rows = table("bridge_latency")
     confirms = {(r["node_id"], r["cluster_connection"], r["target_node_id"]): r for r in confirm_rows}
     for r in bridge_rows:
         r["node_name"], r["target_node_name"] = names.get(r["node_id"], r["node_id"]), names.get(r["target_node_id"])
         c = confirms.get((r["node_id"], r["cluster_connection"], r["target_node_id"]))
         r["confirm_latency_ms"] = ({k: c[k] for k in ("count", "min_ms", "p50_ms", "p90_ms", "p99_ms", "max_ms",
                                                      "mean_ms")} if c else None)
-    end_rows = tables.write_collect("message_ends", audited.groupBy(
-        F.col("root_node_id").alias("produced_on"), F.col("node_id").alias("ended_on"), "fate").count(),
-        sort=("produced_on", "ended_on", "fate"))
+    end_rows = table("message_ends", ("produced_on", "ended_on", "fate"))
     for r in end_rows:
         r["produced_on_name"] = names.get(r["produced_on"], r["produced_on"])
         r["ended_on_name"] = names.get(r["ended_on"], r["ended_on"])
 
-    # Throughput, latency and the series are of the queues clients use: the
-    # internal (store-and-forward) queues are transport, shown in `bridges`.
-    app = metrics.consumer_view(win)
-    step("throughput")
-    totals = metrics.totals(app)
-    transport = metrics.totals(win.filter(metrics.is_transport()))
+    totals = metrics.totals_of(got["totals"])
+    transport = metrics.totals_of(got["transport"])
     in_window = sum(totals.values()) + sum(transport.values())
     if in_window == 0:
         span = ", ".join(f"{n.node_name}: {iso(n.first_ts)} .. {iso(n.last_ts)}" for n in with_events)
         notes.append(f"no events in the window; the stores' events span {span}")
-    # One bucketing for the peaks and the charts: from the window's start, the charts' width.
-    bucket = metrics.chart_bucket_seconds(seconds)
-    per_second = tables.write("throughput_per_second", metrics.throughput_per_second(app, since))
-    by_address = metrics.throughput_by(per_second, ["address"], seconds, bucket).join(
-        metrics.messages_by_address(audited), "address", "left"
-    ).fillna(0, ["messages"])
-    by_address_rows = tables.write_collect("throughput_by_address", by_address, sort=("address",))
-    by_node = nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds, bucket), "node_id",
-                            "left").fillna(0)
-    by_node_rows = tables.write_collect("throughput_by_node", by_node, sort=("node_name", "node_id"))
+    by_address_rows = table("throughput_by_address", ("address",))
+    by_node_rows = table("throughput_by_node", ("node_name", "node_id"))
 
-    step("latency")
-    latency_rows = tables.write_collect("latency_by_address", metrics.latency_by_address(app), sort=("address",))
-    latency_node_rows = tables.write_collect(
-        "latency_by_node", metrics.latency_by_node(app).join(nodes_df, "node_id", "left"), sort=("node_name",))
-    overall = metrics.latency_overall(app).collect()[0].asDict()
-    histogram = tables.write("latency_histogram", metrics.latency_histogram(app))
-    histogram_all = _rows(histogram.groupBy("bin", "lower_ms", "upper_ms").agg(F.sum("count").alias("count")), ("bin",))
+    latency_rows = table("latency_by_address", ("address",))
+    latency_node_rows = table("latency_by_node", ("node_name",))
+    overall = got["latency_overall"][0]
+    histogram_all = _histogram_all(table("latency_histogram"))
 
-    step("distribution over nodes")
-    placed = audited.filter(F.col("enqueued_events") > 0).select("address", "node_id")
-    per_node, per_address = metrics.distribution(placed, nodes_df)
-    per_node_rows = tables.write_collect("distribution_by_node", per_node, sort=("address", "node_name", "node_id"))
-    per_address_rows = tables.write_collect("distribution_by_address", per_address, sort=("address",))
-
-    step("backlog, expired and dead-lettered")
-    backlog_rows = tables.write_collect("backlog", metrics.backlog(queues, waiting, nodes_df, now),
-                                        sort=("node_name", "queue"))
-    backlog_rows.sort(key=lambda r: -r["messages"])  # stable: busiest first, then by node and queue
-    ends_rows = tables.write_collect("ends_by_queue", metrics.ends_by_queue(win), sort=("address", "queue"))
+    per_node_rows = table("distribution_by_node", ("address", "node_name", "node_id"))
+    per_address_rows = table("distribution_by_address", ("address",))
+    ends_rows = table("ends_by_queue", ("address", "queue"))
 
     step("charts and HTML")
-    series_rows = _rows(metrics.over_time(app, since, bucket))
-    changes = _rows(metrics.backlog_changes(events.filter(snapshot_condition(nodes)), since, until, bucket))
     backlog_now = sum(r["messages"] for r in backlog_rows)
-    timeseries = metrics.fill_series(series_rows, changes, backlog_now, since, until, bucket, names)
-    active_seconds = per_second.select("second").distinct().count()
+    backlog_by_node: dict[str, int] = {}
+    for r in backlog_rows:
+        backlog_by_node[r["node_id"]] = backlog_by_node.get(r["node_id"], 0) + r["messages"]
+    timeseries = metrics.fill_series(got["series"], got["backlog_changes"], backlog_now, since, until, bucket, names,
+                                     backlog_by_node=backlog_by_node)
+    active_seconds = got["active_seconds"][0]["count"]
     rates = {
         "window_seconds": seconds, "active_seconds": active_seconds,
         **{f"{k}_per_window_s": totals[k] / seconds for k in ("enqueued", "acknowledged")},
@@ -241,6 +279,7 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
         "nodes": [
             {
                 "node_name": n.node_name, "node_id": n.node_id, "store": n.display, "events": n.events,
+                "backlog": backlog_by_node.get(n.node_id, 0),
                 **{k: node_figures.get(n.node_id, {}).get(k, 0) for k in
                    ("enqueued", "acknowledged", "active_seconds", "enqueued_per_window_s",
                     "acknowledged_per_window_s", "enqueued_per_active_s", "acknowledged_per_active_s",
@@ -267,7 +306,7 @@ def _run(spark, stores: list[Store], out: Path, window: Window, partitions: int,
         "partitions": partitions,
         "notes": notes,
     }
-    tables.release()
+    tables.finish()
     for frame in (audited, refs, waiting, queues, events):
         frame.unpersist()
     summary["elapsed_s"] = round(time.monotonic() - started, 3)
@@ -292,11 +331,34 @@ def _refuse_empty(nodes: list[NodeStore]) -> None:
         )
 
 
-def _rows(frame, sort: tuple[str, ...] = ()) -> list[dict]:
-    """Collect a small frame as dicts, sorted here rather than in Spark (None sorts first)."""
-    rows = [r.asDict() for r in frame.collect()]
+def _sorted(rows: list[dict], sort: tuple[str, ...] = ()) -> list[dict]:
+    """Rows of a small frame sorted here rather than in Spark (None sorts first)."""
     rows.sort(key=lambda r: tuple((r[k] is not None, r[k]) for k in sort))
     return rows
+
+
+def _histogram_all(histogram: list[dict]) -> list[dict]:
+    """The latency histogram of every address together (bin, lower_ms, upper_ms, count), by bin."""
+    bins: dict[tuple, int] = {}
+    for r in histogram:
+        key = (r["bin"], r["lower_ms"], r["upper_ms"])
+        bins[key] = bins.get(key, 0) + r["count"]
+    return [{"bin": b, "lower_ms": lo, "upper_ms": hi, "count": n} for (b, lo, hi), n in sorted(bins.items())]
+
+
+def _shuffle_partitions(spark) -> int:
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
+
+
+def open_stores(spark, stores: list[Store], since: int | None) -> list[NodeStore]:
+    """open_store for every store, at once (each is a few small JDBC jobs; Spark
+    runs jobs from several threads side by side); the first store's failure,
+    in the order given, is the one raised."""
+    if len(stores) == 1:
+        return [open_store(spark, stores[0], since)]
+    with ThreadPoolExecutor(max_workers=min(4, len(stores)), thread_name_prefix="open-store") as pool:
+        futures = [pool.submit(open_store, spark, store, since) for store in stores]
+        return [f.result() for f in futures]
 
 
 def _name_copies(row: dict, names: dict[str, str]) -> dict:
@@ -318,24 +380,3 @@ def _distribution_summary(per_address: list[dict], per_node: list[dict]) -> list
     return [{**r, "per_node": by_address.get(r["address"], {})} for r in per_address]
 
 
-class _Tables:
-    """Writes report tables as Parquet under one directory."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.cached: list = []
-
-    def write(self, name: str, frame, *, small: bool = True):
-        """Write `frame` (one file when small) and return it cached for further use."""
-        frame = frame.persist()
-        self.cached.append(frame)
-        (frame.coalesce(1) if small else frame).write.mode("overwrite").parquet(str(self.root / name))
-        return frame
-
-    def write_collect(self, name: str, frame, sort: tuple[str, ...] = ()) -> list[dict]:
-        return _rows(self.write(name, frame), sort)
-
-    def release(self) -> None:
-        for frame in self.cached:
-            frame.unpersist()
-        self.cached.clear()

@@ -18,8 +18,9 @@ SF_TO_B = "$.meshmq.sf.cc.nB"
 
 def run(spark, events, waiting=(), since=T0, until=T0 + 10_000, report_nodes=None):
     frame = events_frame(spark, events)
+    # Checkpointed: the assertions read it up to three times (rows, summary, offenders), one computation.
     audited = audit.audit(frame, since, until, spark.createDataFrame(list(waiting), WAITING_SCHEMA),
-                          report_nodes=report_nodes)
+                          report_nodes=report_nodes).localCheckpoint()
     rows = {(r["root_node_id"], r["root_message_id"], r["queue"]): r.asDict() for r in audited.collect()}
     return rows, audited
 

@@ -203,3 +203,25 @@ def test_empty_store_and_forward_queues_are_hidden_from_the_backlog_table(relay)
     assert "$.meshmq." not in table.split('id="hidden-internal"')[0]
     assert f"{len(internal)} empty store-and-forward queue(s)" in table
     assert ">DLQ</td>" in table  # the ordinary queues stay (the dead letters wait there)
+
+
+def test_each_nodes_backlog_over_time_adds_up_to_the_clusters_and_is_drawn_in_its_colour(relay):
+    """The relay (N1) has no client traffic of its own but held forwarded messages: it gets a
+    backlog series too; N2 ends holding its dead-letter and expiry copies, N1 and N3 nothing."""
+    s = relay["summary"]
+    ts = s["timeseries"]
+    names = [n["node_name"] for n in s["nodes"]]
+    backlog = {name: ts["nodes"][name]["backlog"] for name in names}
+    assert all(len(b) == len(ts["t"]) and min(b) >= 0 for b in backlog.values()), backlog
+    assert [sum(levels) for levels in zip(*backlog.values())] == ts["total"]["backlog"]
+    assert {name: b[-1] for name, b in backlog.items()} == {"N1": 0, "N2": POISON + EXPIRING, "N3": 0}
+    assert max(backlog["N2"]) >= POISON + EXPIRING
+    assert {n["node_name"]: n["backlog"] for n in s["nodes"]} == {"N1": 0, "N2": POISON + EXPIRING, "N3": 0}
+    # drawn per node, in the node's colour (the same one its other lines wear), apart from the total's
+    lines = s["charts"]["activity"]["series"]
+    for name in names:
+        assert lines[f"{name} backlog"] == lines[f"{name} dead-lettered/s"], (name, lines)
+    assert lines["backlog (messages stored)"] not in {lines[f"{name} backlog"] for name in names}
+    html = (relay["out"] / "report.html").read_text()
+    nodes_table = html[html.index('<h2 id="tables">Nodes</h2>'):html.index("<h2>Exactly-once audit</h2>")]
+    assert "backlog now" in nodes_table
