@@ -74,11 +74,18 @@ async def test_the_console_charts_the_rates_and_the_api_docs_work_offline(launch
                 assert msg is not None
                 msg.ack()
 
+            seen: list = []
+
             def counted():
                 q = api.get(f"/api/v1/nodes/n2/queues/{ADDRESS}/rates")
+                seen[:] = [q.status_code, _totals(q.json()) if q.status_code == 200 else q.text,
+                           api.get("/api/v1/rates").json()["sampler"]]
                 return q.status_code == 200 and _totals(q.json()) == {"in": SENT, "out": SENT, "acked": SENT}
 
-            await eventually(counted, 30, "n2's queue rates to count every message")
+            try:
+                await eventually(counted, 30, "n2's queue rates to count every message")
+            except TimeoutError:
+                raise AssertionError(f"n2's queue rates after 30 s: {seen}; the CLI: {_cli_queue(n2, ADDRESS)}") from None
             cli = _cli_queue(n2, ADDRESS)
             assert (cli["added"], cli["delivered"], cli["acked"]) == (str(SENT),) * 3
 

@@ -217,7 +217,7 @@ class Receiver:
         if local or forwards:
             return local
         if temporary_gone:
-            return self._unroutable(msg)
+            return self._unroutable(msg, "the temporary queue it was sent to is gone")
         queues = b.sender.route(msg, moved=True)
         msg.forwards = None  # never back into the cluster: the source already balanced it
         return queues
@@ -234,13 +234,11 @@ class Receiver:
             return queues
         onward = self._toward(node_id) if self._toward is not None else None
         if onward is None:
-            log.warning("forwarded message to %s from %s for node %s: no link leads there from here", msg.address,
-                        self.source_name, node_id)
-            return self._unroutable(msg)
+            return self._unroutable(msg, f"no link leads to node {node_id} from here", warn=True)
         msg.forwards = {onward: [key]}
         return []
 
-    def _unroutable(self, msg: ServerMessage) -> list:
+    def _unroutable(self, msg: ServerMessage, why: str, warn: bool = False) -> list:
         """A message for a temporary queue of ours that is gone, or for a node
         no link leads to from here (`_to_node`): to the
         dead-letter address when its address settings say
@@ -254,8 +252,8 @@ class Receiver:
             queues = b.sender.route(msg, moved=True)
             msg.forwards = None
             return queues
-        log.info("forwarded message to %s from %s dropped: where it was sent is gone", msg.address,
-                 self.source_name)
+        (log.warning if warn else log.info)("forwarded message to %s from %s dropped: %s", msg.address,
+                                            self.source_name, why)
         return []
 
     async def _confirm_when_stored(self, batch_id: int, staged: StagedSend) -> None:
