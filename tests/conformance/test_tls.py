@@ -5,21 +5,14 @@ credentials only over the verified channel."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.fixtures.nodes import Nodes
+from tests.integration.test_security import meshmq_certs
 
 from .conftest import b64, body, unique
 
 pytestmark = pytest.mark.integration
-
-
-def meshmq_certs(*args) -> None:
-    subprocess.run([sys.executable, "-m", "meshmq.cli.main", "certs", *map(str, args)],
-                   check=True, capture_output=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
