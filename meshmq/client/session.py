@@ -929,6 +929,10 @@ class Session:
             self._moving.cancel()
         if self._failure is None and self._ready.is_set() and not recovering:
             self._flush_acks()
+            # Each consumer closed with the last delivery it handed out, so the ones
+            # still in its buffer are not counted as attempts (docs/protocol.md 6.4).
+            for c in list(self._consumers.values()):
+                await c.close()
             for p in list(self._producers.values()):
                 try:
                     await p.flush()

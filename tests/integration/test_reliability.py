@@ -73,6 +73,24 @@ async def test_a_handed_but_unacknowledged_message_still_counts(conn):
     assert (await c.receive(5)).delivery_count == 2
 
 
+async def test_closing_the_session_counts_only_the_messages_handed_to_the_application(conn):
+    """A session closed with a consumer's buffer full: the message the
+    application took is an attempt, the ones it never saw are not (as when the
+    consumer itself is closed)."""
+    q = uniq("session-close")
+    s = await conn.session()
+    p = await s.create_producer(q)
+    for i in range(5):
+        await p.send(f"m{i}".encode(), routing_type="anycast")
+    reader = await conn.session()
+    c = await reader.create_consumer(q)  # the whole backlog lands in its buffer
+    assert (await c.receive(5)).body == b"m0"  # handed, not acknowledged
+    await reader.close()
+    c = await s.create_consumer(q)
+    rest = await receive_all(c, 5)
+    assert [(m.body, m.delivery_count) for m in rest] == [(b"m0", 2)] + [(f"m{i}".encode(), 1) for i in range(1, 5)]
+
+
 async def test_messages_in_a_redelivery_delay_belong_to_their_queue(conn):
     """Counted, keeping an auto-created queue alive, then redelivered; and purged with the queue."""
     q = uniq("redeliver-delay")  # redelivery-delay: 300 ms
