@@ -14,7 +14,6 @@ from meshmq import __version__
 from meshmq.activation import EpochGrant, local_grant
 from meshmq.config.address_settings import AddressSettingsResolver
 from meshmq.config import defaults
-from meshmq.config.defaults import effective_global_max_size
 from meshmq.config.models import BrokerConfig
 from meshmq.errors import BrokerError, Reason, abort_with
 from meshmq.hosted import HostedService, NodeFacts
@@ -59,7 +58,7 @@ _LOW_WATER = 4
 
 class BrokerServicer(bgrpc.BrokerServicer):
     def __init__(self, broker: Broker, auth: Authenticator, authorizer: Authorizer,
-                 min_client_protocol_version: int = defaults.MIN_CLIENT_PROTOCOL_VERSION) -> None:
+                 min_client_protocol_version: int) -> None:
         self.broker = broker
         self.auth = auth
         self.authorizer = authorizer
@@ -158,7 +157,7 @@ class RouterNode:
         # More gRPC services on the acceptors, made at start (meshmq/hosted.py): the HA
         # coordinator's quorum votes and backup hosting, a live's replication stream.
         self._services = tuple(services)
-        memory_limit = effective_global_max_size(config.global_max_size)
+        memory_limit = defaults.effective_global_max_size(config.global_max_size)
         log.info("global-max-size %d bytes (%d MiB; %s)", memory_limit.bytes, memory_limit.bytes >> 20, memory_limit.why)
         address_settings = self._address_settings = AddressSettingsResolver.from_config(config)
         self.broker = Broker(
