@@ -35,6 +35,7 @@ from .failover import FailoverEventType
 from .message import ReceivedMessage
 from .producer import Producer
 from .session import Session
+from .temporary_queue import TemporaryQueue
 from .options import ClientOptions
 from .uri import parse_uri
 
@@ -63,6 +64,7 @@ __all__ = [
     "ReceivedMessage",
     "Session",
     "SlowConsumerError",
+    "TemporaryQueue",
     "TransactionRolledBackError",
     "UnblockedError",
     "FailoverEventType",

@@ -20,6 +20,7 @@ from .consumer import Consumer as AsyncConsumer
 from .message import ReceivedMessage
 from .producer import Producer as AsyncProducer
 from .session import Session as AsyncSession
+from .temporary_queue import TemporaryQueue as AsyncTemporaryQueue
 
 T = TypeVar("T")
 
@@ -122,6 +123,22 @@ class QueueBrowser:
         self.close()
 
 
+class TemporaryQueue:
+    """A connection's temporary queue (temporary_queue.py), blocking; `str()` is its name."""
+
+    def __init__(self, loop: _LoopThread, inner: AsyncTemporaryQueue) -> None:
+        self._loop = loop
+        self._inner = inner
+        self.name = inner.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    def delete(self) -> None:
+        """JMS TemporaryQueue.delete: QUEUE_IN_USE while one of the connection's consumers is on it."""
+        self._loop.run(self._inner.delete())
+
+
 class Session:
     def __init__(self, loop: _LoopThread, inner: AsyncSession) -> None:
         self._loop, self._inner = loop, inner
@@ -129,10 +146,14 @@ class Session:
     def create_producer(self, address: str = "", *, idempotent: bool = False) -> Producer:
         return Producer(self._loop, self._loop.run(self._inner.create_producer(address, idempotent=idempotent)))
 
-    def create_consumer(self, queue: str = "", **kwargs) -> Consumer:
+    def create_consumer(self, queue: str | TemporaryQueue = "", **kwargs) -> Consumer:
         """The async Session.create_consumer's options (`address`, `subscription`,
         `shared`, `durable`, `filter`, `window_size`), blocking."""
-        return Consumer(self._loop, self._loop.run(self._inner.create_consumer(queue, **kwargs)))
+        return Consumer(self._loop, self._loop.run(self._inner.create_consumer(str(queue), **kwargs)))
+
+    def create_temporary_queue(self) -> TemporaryQueue:
+        """A temporary queue of the connection (the async Session.create_temporary_queue)."""
+        return TemporaryQueue(self._loop, self._loop.run(self._inner.create_temporary_queue()))
 
     def unsubscribe(self, subscription: str) -> int:
         """Delete a durable subscription of this connection's client id (Session.unsubscribe)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import uuid
 from collections.abc import AsyncGenerator, Callable, Sequence
 
 import grpc
@@ -21,6 +22,7 @@ from .failover import FailoverListener, Incidents, failover_candidates, keepaliv
 from .loadbalance import LoadBalancingPolicy, policy_from_name
 from .rebalance import rebalance_plan
 from .session import Session
+from .temporary_queue import TemporaryQueue
 from .trust import may_receive_credentials, session_candidates, topology_is_verified
 from .options import ClientOptions, Server
 from .uri import ParsedURI, parse_uri
@@ -69,6 +71,9 @@ class _SessionHost:
         self.incidents = connection._incidents
         self.admin = connection._admin
         self.failover_candidates = connection._failover_candidates
+        self.connection_id = connection.connection_id
+        self.temporary_queues = connection._temporary_queues
+        self.create_temporary_queue = connection.create_temporary_queue
 
     def broker(self, server: Server) -> bgrpc.BrokerStub:
         return self._connection._node(server).broker
@@ -116,6 +121,12 @@ class Connection:
         self._topology_changed = asyncio.Event()
         self._rng = random.Random()
         self.rebalances = 0  # rebalance requests followed (rebalance-cluster-clients on the nodes)
+        # Sent with every session (OpenSession.connection_id): the routers know its sessions as one
+        # connection, whose temporary queues are theirs (temporary_queue.py).
+        self.connection_id = uuid.uuid4().hex
+        self._temporary_queues: dict[str, TemporaryQueue] = {}
+        self._anchor: Session | None = None  # the session that keeps them (temporary_queue.py)
+        self._anchor_lock = asyncio.Lock()
         self._session_host = _SessionHost(self)
 
     def _node(self, server: Server) -> _Node:
@@ -351,6 +362,26 @@ class Connection:
             self._sessions.append(s)
             return s
         raise ConnectionFailedError(f"cannot open a session on any node ({'; '.join(errors)})")
+
+    async def create_temporary_queue(self) -> TemporaryQueue:
+        """A new temporary queue of this connection (JMS createTemporaryQueue):
+        it lives until its `delete()` or until this connection closes; anyone
+        may send to it by its name, and any session of this connection, on any
+        node, may consume from it (temporary_queue.py)."""
+        async with self._anchor_lock:
+            if self._anchor is None or not self._anchor.holds_open():
+                self._anchor = await self.session()
+        tq = TemporaryQueue(uuid.uuid4().hex, self)
+        self._temporary_queues[tq.name] = tq
+        try:
+            await self._anchor._hold_temporary_queue(tq)
+        except BaseException:
+            self._temporary_queues.pop(tq.name, None)
+            raise
+        return tq
+
+    def forget_temporary_queue(self, name: str) -> None:
+        self._temporary_queues.pop(name, None)
 
     async def wait_for_topology(self, size: int, timeout: float = 10.0) -> list[Server]:
         """Wait until the pushed topology has `size` members (tests and tools)."""

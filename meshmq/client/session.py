@@ -46,6 +46,7 @@ from .failover import Incidents, reconnect_delays, warrants_failover
 from .message import ReceivedMessage
 from .options import ClientOptions, Server
 from .producer import Producer
+from .temporary_queue import TemporaryQueue
 
 log = logging.getLogger("meshmq.client")
 
@@ -82,6 +83,12 @@ class SessionHost(Protocol):
 
     def failover_candidates(self, lost_on: Server, node_id: str, *, redirect: str = "") -> list[Server]: ...
 
+    # The connection's id (OpenSession.connection_id) and its temporary queues by name.
+    connection_id: str
+    temporary_queues: dict[str, TemporaryQueue]
+
+    async def create_temporary_queue(self) -> TemporaryQueue: ...
+
 
 class _Stream:
     """One session stream: its call, what writes to it and its reader and writer tasks."""
@@ -92,6 +99,7 @@ class _Stream:
         self.tasks: list[asyncio.Task] = []
         self.node_id = ""
         self.session_id = ""
+        self.router_protocol = 0  # the session protocol its node speaks (docs/protocol.md section 14)
 
     def discard(self) -> None:
         for t in self.tasks:
@@ -180,6 +188,9 @@ class Session:
         self._members = _Members(self)
         # Non-durable queues this session created: a failover creates them again (create_queue).
         self._volatile_queues: dict[str, dict] = {}
+        # The connection's temporary queues this session asked its node for (temporary_queue.py):
+        # the node keeps them while the session is open, and a failover asks the new node again.
+        self._temporary_queues: dict[str, TemporaryQueue] = {}
         # How many times the session moved to a new stream (FailoverEventType listeners tell more).
         self.failovers = 0
         # Planned moves (rebalancing): the node asked for, until when, and the stream being opened
@@ -215,7 +226,8 @@ class Session:
             try:
                 await call.write(
                     bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted,
-                                                            protocol_version=defaults.PROTOCOL_VERSION))
+                                                            protocol_version=defaults.PROTOCOL_VERSION,
+                                                            connection_id=self._host.connection_id))
                 )
             except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
                 self._calls.pop(("opened", 0), None)
@@ -243,6 +255,7 @@ class Session:
         if adopt:
             self.server = server
             self.node_id, self.session_id = resp.node_id, resp.session_id
+            self.router_protocol = resp.protocol_version or 1
         return stream
 
     # ------------------------------------------------------------ plumbing
@@ -436,10 +449,16 @@ class Session:
             p._send_again()
         await self._await_creates(waits)
 
-    def _queue_creates(self) -> list[tuple[Producer | Consumer, asyncio.Future]]:
-        """Queue this session's producers and consumers on its (new) stream, ahead
-        of anything else, so the router knows them first; the futures of their answers."""
-        waits: list[tuple[Producer | Consumer, asyncio.Future]] = []
+    def _queue_creates(self) -> list[tuple[Producer | Consumer | TemporaryQueue, asyncio.Future]]:
+        """Queue this session's temporary queues, producers and consumers on its
+        (new) stream, ahead of anything else, so the router knows them first; the
+        futures of their answers."""
+        waits: list[tuple[Producer | Consumer | TemporaryQueue, asyncio.Future]] = []
+        for tq in self._temporary_queues.values():
+            rid = next(self._ids)
+            waits.append((tq, self._expect("temporary_queue_created", rid)))
+            self._outq.put_nowait(bpb.SessionRequest(create_temporary_queue=bpb.CreateTemporaryQueue(
+                request_id=rid, queue=tq.name)))
         for p in self._producers.values():
             waits.append((p, self._expect("producer_created", p.id)))
             self._outq.put_nowait(bpb.SessionRequest(create_producer=p._create_request()))
@@ -448,14 +467,18 @@ class Session:
             self._outq.put_nowait(bpb.SessionRequest(create_consumer=c._create_request()))
         return waits
 
-    async def _await_creates(self, waits: list[tuple[Producer | Consumer, asyncio.Future]]) -> None:
+    async def _await_creates(self, waits: list[tuple[Producer | Consumer | TemporaryQueue, asyncio.Future]]) -> None:
         for owner, fut in waits:
             try:
                 created = await self._wait(fut)
             except MeshMQError as exc:
                 if warrants_failover(exc) or isinstance(exc, UnblockedError):
                     raise  # this stream failed too: the next candidate
-                owner._on_recreate_failed(exc)  # e.g. its queue is not on the new node
+                if isinstance(owner, TemporaryQueue):  # its consumers' creates say the rest
+                    log.warning("session %s: temporary queue %s not made again on %s: %s", self.session_id,
+                                owner.name, self.server.target, exc)
+                else:
+                    owner._on_recreate_failed(exc)  # e.g. its queue is not on the new node
                 continue
             if isinstance(owner, Consumer):
                 owner.queue = created.queue
@@ -478,7 +501,8 @@ class Session:
         nothing handed unsettled (a transaction cannot span two nodes). A session that owns
         temporary or non-durable queues stays: their messages would not come along."""
         if (self._closed or self._failure is not None or not self._ready.is_set() or self._recovery is not None
-                or self._old is not None or self._opening is not None or self._ending or self._volatile_queues):
+                or self._old is not None or self._opening is not None or self._ending or self._volatile_queues
+                or self._temporary_queues):
             return False
         if any(p._large_sending for p in self._producers.values()):
             return False
@@ -678,6 +702,8 @@ class Session:
                 "consumer_created": getattr(body, "consumer_id", 0),
                 "tx_result": getattr(body, "request_id", 0),
                 "unsubscribed": getattr(body, "request_id", 0),
+                "temporary_queue_created": getattr(body, "request_id", 0),
+                "temporary_queue_deleted": getattr(body, "request_id", 0),
             }.get(kind, 0)
             fut = self._calls.pop((kind, key), None)
             if fut is not None and not fut.done():
@@ -691,7 +717,8 @@ class Session:
         if e.producer_id:
             candidates.append(("producer_created", e.producer_id))
         if e.request_id:
-            candidates += [("tx_result", e.request_id), ("unsubscribed", e.request_id)]
+            candidates += [(kind, e.request_id) for kind in ("tx_result", "unsubscribed", "temporary_queue_created",
+                                                             "temporary_queue_deleted")]
         for key in candidates:
             fut = self._calls.pop(key, None)
             if fut is not None and not fut.done():
@@ -774,7 +801,7 @@ class Session:
 
     async def create_consumer(
         self,
-        queue: str = "",
+        queue: str | TemporaryQueue = "",
         *,
         address: str = "",
         subscription: str = "",
@@ -786,9 +813,11 @@ class Session:
     ) -> Consumer:
         """Consume from `queue`, or subscribe to a multicast `address`.
 
-        `temporary=True` with `queue`: a new temporary queue of this session
-        (JMS createTemporaryQueue): anycast, on an address of its own name,
-        deleted when this consumer closes; others send to it by that name.
+        `queue` may be a temporary queue of this connection
+        (`create_temporary_queue`), on whichever node this session is.
+        `temporary=True` with a queue name: a new temporary queue of this
+        consumer alone: anycast, on an address of its own name, deleted when
+        this consumer closes; others send to it by that name.
 
         Without a `subscription` name the subscription is the consumer's own
         and temporary. With one it is a named subscription, as JMS 2.0 and
@@ -811,6 +840,10 @@ class Session:
         `filter` replaces it (its messages go) when it has no consumer.
         """
         await self._wait_ready()
+        queue = str(queue)
+        tq = self._host.temporary_queues.get(queue)
+        if tq is not None and queue not in self._temporary_queues:
+            await self._hold_temporary_queue(tq)
         self._flush_acks()
         cid = next(self._ids)
         window = self.options.consumerWindowSize if window_size is None else window_size
@@ -840,6 +873,54 @@ class Session:
         self.write(bpb.SessionRequest(unsubscribe=bpb.Unsubscribe(request_id=rid, subscription=subscription)))
         done = await self._wait(fut)
         return done.messages_removed
+
+    async def create_temporary_queue(self) -> TemporaryQueue:
+        """A new temporary queue of this session's connection (JMS
+        createTemporaryQueue, temporary_queue.py): it lives until its
+        `delete()` or until the connection closes; anyone may send to it by
+        its name (`str(queue)`, e.g. as a reply-to), and any session of this
+        connection, on any node, may consume from it."""
+        return await self._host.create_temporary_queue()
+
+    async def _hold_temporary_queue(self, tq: TemporaryQueue) -> None:
+        """Ask this session's node for the connection's temporary queue `tq` (made
+        there, or already there); the node keeps it while this session is open."""
+        await self._wait_ready()
+        if self.router_protocol < 3:
+            raise MeshMQError(f"the router at {self.server.target} speaks session protocol {self.router_protocol}; a "
+                              "connection's temporary queues need protocol 3: upgrade it", Reason.UNSUPPORTED_VERSION)
+        rid = next(self._ids)
+        fut = self._expect("temporary_queue_created", rid)
+        self.write(bpb.SessionRequest(create_temporary_queue=bpb.CreateTemporaryQueue(request_id=rid, queue=tq.name)))
+        await self._wait(fut)
+        self._temporary_queues[tq.name] = tq
+        tq.holders.add(self)
+
+    def holds_open(self) -> bool:
+        """Whether this session is open and has not failed (temporary_queue.py)."""
+        return not self._closed and self._failure is None
+
+    def refuse_if_consumed(self, queue: str) -> None:
+        """QUEUE_IN_USE while one of this session's consumers consumes `queue`."""
+        if any(c._request.queue == queue and not c._closed for c in self._consumers.values()):
+            raise MeshMQError(f"temporary queue {queue!r} has a consumer on this connection: close it before "
+                              "deleting the queue", Reason.QUEUE_IN_USE)
+
+    async def delete_temporary_queue(self, queue: str) -> None:
+        """Delete the connection's temporary queue `queue` on this session's node
+        (TemporaryQueue.delete); one already gone there is no error."""
+        await self._wait_ready()
+        rid = next(self._ids)
+        fut = self._expect("temporary_queue_deleted", rid)
+        self.write(bpb.SessionRequest(delete_temporary_queue=bpb.DeleteTemporaryQueue(request_id=rid, queue=queue)))
+        try:
+            await self._wait(fut)
+        except MeshMQError as exc:
+            if exc.reason is not Reason.QUEUE_NOT_FOUND:
+                raise
+
+    def forget_temporary_queue(self, queue: str) -> None:
+        self._temporary_queues.pop(queue, None)
 
     async def create_browser(self, queue: str, filter: str = "", *, page_size: int = 0) -> QueueBrowser:
         """A browser of `queue` on this session's node (browser.py): `async for`
@@ -939,6 +1020,8 @@ class Session:
                 except MeshMQError:
                     pass
         self._closed = True
+        for tq in self._temporary_queues.values():
+            tq.holders.discard(self)
         for b in self._browsers:
             await b.close()
         self._end_old_stream()

@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SessionRequest(_message.Message):
-    __slots__ = ("open", "create_producer", "send", "large_chunk", "create_consumer", "flow", "ack", "nack", "close_consumer", "close_producer", "commit", "rollback", "unsubscribe")
+    __slots__ = ("open", "create_producer", "send", "large_chunk", "create_consumer", "flow", "ack", "nack", "close_consumer", "close_producer", "commit", "rollback", "unsubscribe", "create_temporary_queue", "delete_temporary_queue")
     OPEN_FIELD_NUMBER: _ClassVar[int]
     CREATE_PRODUCER_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
@@ -22,6 +22,8 @@ class SessionRequest(_message.Message):
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     ROLLBACK_FIELD_NUMBER: _ClassVar[int]
     UNSUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TEMPORARY_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    DELETE_TEMPORARY_QUEUE_FIELD_NUMBER: _ClassVar[int]
     open: OpenSession
     create_producer: CreateProducer
     send: SendBatch
@@ -35,10 +37,12 @@ class SessionRequest(_message.Message):
     commit: TxRequest
     rollback: TxRequest
     unsubscribe: Unsubscribe
-    def __init__(self, open: _Optional[_Union[OpenSession, _Mapping]] = ..., create_producer: _Optional[_Union[CreateProducer, _Mapping]] = ..., send: _Optional[_Union[SendBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., create_consumer: _Optional[_Union[CreateConsumer, _Mapping]] = ..., flow: _Optional[_Union[Flow, _Mapping]] = ..., ack: _Optional[_Union[AckBatch, _Mapping]] = ..., nack: _Optional[_Union[NackBatch, _Mapping]] = ..., close_consumer: _Optional[_Union[CloseConsumer, _Mapping]] = ..., close_producer: _Optional[_Union[CloseProducer, _Mapping]] = ..., commit: _Optional[_Union[TxRequest, _Mapping]] = ..., rollback: _Optional[_Union[TxRequest, _Mapping]] = ..., unsubscribe: _Optional[_Union[Unsubscribe, _Mapping]] = ...) -> None: ...
+    create_temporary_queue: CreateTemporaryQueue
+    delete_temporary_queue: DeleteTemporaryQueue
+    def __init__(self, open: _Optional[_Union[OpenSession, _Mapping]] = ..., create_producer: _Optional[_Union[CreateProducer, _Mapping]] = ..., send: _Optional[_Union[SendBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., create_consumer: _Optional[_Union[CreateConsumer, _Mapping]] = ..., flow: _Optional[_Union[Flow, _Mapping]] = ..., ack: _Optional[_Union[AckBatch, _Mapping]] = ..., nack: _Optional[_Union[NackBatch, _Mapping]] = ..., close_consumer: _Optional[_Union[CloseConsumer, _Mapping]] = ..., close_producer: _Optional[_Union[CloseProducer, _Mapping]] = ..., commit: _Optional[_Union[TxRequest, _Mapping]] = ..., rollback: _Optional[_Union[TxRequest, _Mapping]] = ..., unsubscribe: _Optional[_Union[Unsubscribe, _Mapping]] = ..., create_temporary_queue: _Optional[_Union[CreateTemporaryQueue, _Mapping]] = ..., delete_temporary_queue: _Optional[_Union[DeleteTemporaryQueue, _Mapping]] = ...) -> None: ...
 
 class SessionResponse(_message.Message):
-    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect", "unsubscribed")
+    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect", "unsubscribed", "temporary_queue_created", "temporary_queue_deleted")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +53,8 @@ class SessionResponse(_message.Message):
     PRODUCER_CREATED_FIELD_NUMBER: _ClassVar[int]
     REDIRECT_FIELD_NUMBER: _ClassVar[int]
     UNSUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
+    TEMPORARY_QUEUE_CREATED_FIELD_NUMBER: _ClassVar[int]
+    TEMPORARY_QUEUE_DELETED_FIELD_NUMBER: _ClassVar[int]
     opened: SessionOpened
     confirm: SendConfirm
     consumer_created: ConsumerCreated
@@ -59,7 +65,9 @@ class SessionResponse(_message.Message):
     producer_created: ProducerCreated
     redirect: Redirect
     unsubscribed: Unsubscribed
-    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., unsubscribed: _Optional[_Union[Unsubscribed, _Mapping]] = ...) -> None: ...
+    temporary_queue_created: TemporaryQueueCreated
+    temporary_queue_deleted: TemporaryQueueDeleted
+    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., unsubscribed: _Optional[_Union[Unsubscribed, _Mapping]] = ..., temporary_queue_created: _Optional[_Union[TemporaryQueueCreated, _Mapping]] = ..., temporary_queue_deleted: _Optional[_Union[TemporaryQueueDeleted, _Mapping]] = ...) -> None: ...
 
 class Redirect(_message.Message):
     __slots__ = ("node_id", "connector", "reason")
@@ -72,14 +80,16 @@ class Redirect(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., connector: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class OpenSession(_message.Message):
-    __slots__ = ("client_id", "transacted", "protocol_version")
+    __slots__ = ("client_id", "transacted", "protocol_version", "connection_id")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     TRANSACTED_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONNECTION_ID_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     transacted: bool
     protocol_version: int
-    def __init__(self, client_id: _Optional[str] = ..., transacted: _Optional[bool] = ..., protocol_version: _Optional[int] = ...) -> None: ...
+    connection_id: str
+    def __init__(self, client_id: _Optional[str] = ..., transacted: _Optional[bool] = ..., protocol_version: _Optional[int] = ..., connection_id: _Optional[str] = ...) -> None: ...
 
 class SessionOpened(_message.Message):
     __slots__ = ("node_id", "session_id", "version", "protocol_version", "min_protocol_version")
@@ -194,6 +204,42 @@ class Unsubscribe(_message.Message):
     request_id: int
     subscription: str
     def __init__(self, request_id: _Optional[int] = ..., subscription: _Optional[str] = ...) -> None: ...
+
+class CreateTemporaryQueue(_message.Message):
+    __slots__ = ("request_id", "queue")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    queue: str
+    def __init__(self, request_id: _Optional[int] = ..., queue: _Optional[str] = ...) -> None: ...
+
+class TemporaryQueueCreated(_message.Message):
+    __slots__ = ("request_id", "queue", "existed")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    queue: str
+    existed: bool
+    def __init__(self, request_id: _Optional[int] = ..., queue: _Optional[str] = ..., existed: _Optional[bool] = ...) -> None: ...
+
+class DeleteTemporaryQueue(_message.Message):
+    __slots__ = ("request_id", "queue")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    queue: str
+    def __init__(self, request_id: _Optional[int] = ..., queue: _Optional[str] = ...) -> None: ...
+
+class TemporaryQueueDeleted(_message.Message):
+    __slots__ = ("request_id", "queue", "messages_removed")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    queue: str
+    messages_removed: int
+    def __init__(self, request_id: _Optional[int] = ..., queue: _Optional[str] = ..., messages_removed: _Optional[int] = ...) -> None: ...
 
 class Unsubscribed(_message.Message):
     __slots__ = ("request_id", "queue", "messages_removed")

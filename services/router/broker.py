@@ -462,7 +462,10 @@ class Broker:
     def maybe_auto_delete(self, q: Queue) -> None:
         """After the last consumer left: delete a temporary queue, or an
         auto-created one its address settings let go (auto_delete.py), at once
-        or after auto-delete-queues-delay."""
+        or after auto-delete-queues-delay. A connection's temporary queue
+        lives with its connection (client_connections.py), consumers or not."""
+        if q.owner is not None and q.owner.connection is not None:
+            return
         self.auto_delete.queue_unused(q, temporary=q.temporary)
 
     def _auto_deletable(self, q: Queue) -> bool:

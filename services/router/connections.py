@@ -1,10 +1,11 @@
 """Client connections as management lists and closes them.
 
-A client connection is one gRPC channel to this router: every session the
-client opens on it is a stream from the same peer address, with the same
-user. The router keeps nothing per connection; ListConnections groups the
-open sessions (BrokerServicer.sessions) by (peer, user) when asked, off the
-message path. CloseConnection ends each of a connection's sessions with
+A client connection is what the client calls one: its sessions carry the
+connection's id (OpenSession.connection_id, client_connections.py), and
+those of one user with one id are one connection. A session without an id (a
+client older than protocol 3) is grouped with the others from the same peer
+address and user, which is one gRPC channel. ListConnections groups the open
+sessions (BrokerServicer.sessions) when asked, off the message path. CloseConnection ends each of a connection's sessions with
 CONNECTION_FAILED, which the client takes for a lost node: with failover it
 reconnects (the sessions' deliveries go back to their queues, as on any
 session end)."""
@@ -21,14 +22,17 @@ from meshmq.v1 import management_pb2 as mgpb
 CLOSED_BY_ADMIN = "connection closed by an administrator (CloseConnection)"
 
 
-def connection_id(peer: str, user: str) -> str:
-    """A short id for the connection from `peer` as `user`, stable while it lasts."""
-    return hashlib.sha1(f"{peer}\0{user}".encode()).hexdigest()[:12]
+def connection_id(s) -> str:
+    """A short id for session `s`'s connection, stable while it lasts (not the
+    client's own id, which only its sessions need to know)."""
+    conn = s.connection
+    key = f"c\0{conn.connection_id}" if conn is not None and conn.connection_id else f"p\0{s.peer}"
+    return hashlib.sha1(f"{key}\0{s.user}".encode()).hexdigest()[:12]
 
 
 def count_connections(sessions: Iterable) -> int:
     """How many connections the open `sessions` make (as list_connections groups them)."""
-    return len({(s.peer, s.user) for s in sessions if not s.closed})
+    return len({connection_id(s) for s in sessions if not s.closed})
 
 
 def session_summary(s) -> mgpb.ConnectionSession:
@@ -46,7 +50,7 @@ def list_connections(sessions: Iterable, node_id: str, node_name: str) -> list[m
     groups: dict[str, list] = {}
     for s in sessions:
         if not s.closed:
-            groups.setdefault(connection_id(s.peer, s.user), []).append(s)
+            groups.setdefault(connection_id(s), []).append(s)
     out = []
     for cid, members in groups.items():
         members.sort(key=lambda s: s.since)
@@ -66,7 +70,7 @@ def list_connections(sessions: Iterable, node_id: str, node_name: str) -> list[m
 def close_connection(sessions: Iterable, cid: str, node_name: str) -> int:
     """End every open session of connection `cid`; how many. INVALID_REQUEST
     (naming the id) when this node has no such connection."""
-    members = [s for s in sessions if not s.closed and connection_id(s.peer, s.user) == cid]
+    members = [s for s in sessions if not s.closed and connection_id(s) == cid]
     if not members:
         raise BrokerError(Reason.INVALID_REQUEST,
                           f"no connection {cid!r} on node {node_name} (ListConnections shows the open ones)")

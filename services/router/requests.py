@@ -49,6 +49,7 @@ class OpenSession:
     client_id: str
     transacted: bool
     protocol_version: int  # the client's (1: one that sent none)
+    connection_id: str = ""  # the client connection it belongs to ("": one of its own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +144,26 @@ class Unsubscribe:
     subscription: str
 
 
+@dataclass(frozen=True, slots=True)
+class CreateTemporaryQueue:
+    request_id: int
+    queue: str  # "": the router names it
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTemporaryQueue:
+    request_id: int
+    queue: str
+
+
 SessionCommand = (
     CreateProducer | CloseProducer | SendMessages | LargeBodyChunk | CreateConsumer | CloseConsumer
-    | GrantCredits | Acknowledge | Reject | Commit | Rollback | Unsubscribe
+    | GrantCredits | Acknowledge | Reject | Commit | Rollback | Unsubscribe | CreateTemporaryQueue
+    | DeleteTemporaryQueue
 )
+
+# A connection id is the client's own random id (a UUID in the SDKs); anything longer is a mistake.
+MAX_CONNECTION_ID = 128
 
 
 def _convert(req: bpb.SessionRequest, kind: str):
@@ -191,6 +208,10 @@ def _convert(req: bpb.SessionRequest, kind: str):
         return Rollback(r.request_id, {h.consumer_id: h.last_handed_delivery_id for h in r.handed})
     if kind == "unsubscribe":
         return Unsubscribe(req.unsubscribe.request_id, req.unsubscribe.subscription)
+    if kind == "create_temporary_queue":
+        return CreateTemporaryQueue(req.create_temporary_queue.request_id, req.create_temporary_queue.queue)
+    if kind == "delete_temporary_queue":
+        return DeleteTemporaryQueue(req.delete_temporary_queue.request_id, req.delete_temporary_queue.queue)
     if kind == "open":
         raise BrokerError(Reason.INVALID_REQUEST, "`open` sent twice: a session is opened once, by its first request")
     raise BrokerError(Reason.INVALID_REQUEST, f"unexpected request {kind or '(empty)'} on an open session")
@@ -205,4 +226,9 @@ def open_session(req: bpb.SessionRequest) -> OpenSession:
     """The first request of a session, which must be `open`."""
     if req.WhichOneof("kind") != "open":
         raise BrokerError(Reason.INVALID_REQUEST, "the first request of a session must be `open`")
-    return OpenSession(req.open.client_id, req.open.transacted, req.open.protocol_version or 1)
+    o = req.open
+    cid = o.connection_id
+    if len(cid) > MAX_CONNECTION_ID or not cid.isprintable():
+        raise BrokerError(Reason.INVALID_REQUEST, f"open: connection_id {cid[:40]!r}{'…' if len(cid) > 40 else ''} is not a connection id: at most "
+                                                  f"{MAX_CONNECTION_ID} printable characters (the SDKs send a UUID)")
+    return OpenSession(o.client_id, o.transacted, o.protocol_version or 1, cid)

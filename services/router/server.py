@@ -32,6 +32,7 @@ from meshmq.v1 import management_pb2 as mgpb
 from .queue_kinds import resolve as resolve_kind
 from .access import access_for
 from .broker import Broker
+from .client_connections import ClientConnection, ClientConnections
 from .cluster.link_identity import link_identity
 from .cluster.link_service import ClusterServicer
 from .cluster.grouping import Grouping, LocalHandler, RemoteHandler, store_rows
@@ -64,6 +65,7 @@ class BrokerServicer(bgrpc.BrokerServicer):
         self.authorizer = authorizer
         self.sessions: dict[str, ServerSession] = {}
         self.min_client_protocol_version = min_client_protocol_version
+        self.connections = ClientConnections(self._delete_temporary_queue)
 
     async def Session(self, request_iterator, context: grpc.aio.ServicerContext) -> None:
         try:
@@ -92,6 +94,7 @@ class BrokerServicer(bgrpc.BrokerServicer):
         )
         session.peer = context.peer() or ""
         session.since = now_ms()
+        session.connection = self.connections.join(session.id, user, opening.connection_id)
         self.sessions[session.id] = session
         session.send(
             bpb.SessionResponse(
@@ -113,8 +116,16 @@ class BrokerServicer(bgrpc.BrokerServicer):
             reader.cancel()
             session.close()
             self.sessions.pop(session.id, None)
+            self.connections.leave(session.id, session.connection)
         if session.ended_by is not None:  # CloseConnection (connections.py)
             await abort_with(context, session.ended_by)
+
+    def _delete_temporary_queue(self, name: str, conn: ClientConnection) -> None:
+        """The connection's last session here ended: its temporary queue `name` goes
+        (unless it went already, or the name is someone else's queue now)."""
+        q = self.broker.queues.get(name)
+        if q is not None and q.owner is not None and q.owner.connection is conn:
+            self.broker.delete_queue(name, force=True)
 
     async def _read(self, session: ServerSession, it) -> None:
         try:

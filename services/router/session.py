@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable
 
 from meshmq.errors import BrokerError, Reason
@@ -25,6 +26,7 @@ from . import subscriptions
 from .access import Access, log_refusal
 from .addresses import compile_filter, not_internal
 from .broker import Broker
+from .client_connections import ClientConnection
 from .consumer import ServerConsumer
 from .large_body import send_body
 from .large_messages import LargeMessageReceiver, UploadDone
@@ -56,6 +58,9 @@ class ServerSession:
     peer = ""
     since = 0
     ended_by: BrokerError | None = None
+    # The client connection it belongs to (client_connections.py), set by BrokerServicer;
+    # None (a session driven without a servicer, e.g. bench/router_cpu.py): no temporary queues.
+    connection: ClientConnection | None = None
 
     def __init__(self, broker: Broker, session_id: str, client_id: str, transacted: bool, user: str,
                  access: Access | None = None) -> None:
@@ -93,6 +98,8 @@ class ServerSession:
             rq.Commit: self._on_commit,
             rq.Rollback: self._on_rollback,
             rq.Unsubscribe: self._on_unsubscribe,
+            rq.CreateTemporaryQueue: self._on_create_temporary_queue,
+            rq.DeleteTemporaryQueue: self._on_delete_temporary_queue,
         }
 
     # ------------------------------------------------------------ output
@@ -389,9 +396,62 @@ class ServerSession:
         self.send(bpb.SessionResponse(unsubscribed=bpb.Unsubscribed(request_id=cmd.request_id, queue=name,
                                                                     messages_removed=removed)))
 
+    def _on_create_temporary_queue(self, cmd: rq.CreateTemporaryQueue) -> None:
+        """A temporary queue of this session's connection (JMS createTemporaryQueue;
+        client_connections.py): anycast, on an address of its own name,
+        non-durable; one the connection already has here is answered `existed`."""
+        try:
+            conn = self._own_connection()
+            name = cmd.queue or uuid.uuid4().hex
+            not_internal("queue", name)
+            q = self.broker.queues.get(name)
+            existed = q is not None
+            if existed:
+                if q.owner is None or q.owner.connection is not conn:
+                    raise BrokerError(Reason.QUEUE_EXISTS,
+                                      f"queue {name!r} exists: it cannot be a new temporary queue of this connection")
+            else:
+                self._check_create(name, durable=False)
+                self.broker.ensure_address(name, ANYCAST, auto_created=True)  # goes with its queue
+                self.broker.create_queue(name, name, ANYCAST, durable=False, temporary=True, auto_created=False,
+                                         owner=Owner(self.id, self.user, conn))
+                conn.temporary_queues.add(name)
+        except BrokerError as exc:
+            self.error(exc, request_id=cmd.request_id)
+            return
+        self.send(bpb.SessionResponse(temporary_queue_created=bpb.TemporaryQueueCreated(
+            request_id=cmd.request_id, queue=name, existed=existed)))
+
+    def _on_delete_temporary_queue(self, cmd: rq.DeleteTemporaryQueue) -> None:
+        """Delete a temporary queue of this connection here (JMS TemporaryQueue.delete):
+        refused while it has consumers, as JMS asks."""
+        try:
+            conn = self._own_connection()
+            q = self.broker.queues.get(cmd.queue)
+            if q is None:
+                raise BrokerError(Reason.QUEUE_NOT_FOUND, f"there is no temporary queue {cmd.queue!r} on this node")
+            if q.owner is None or q.owner.connection is not conn:
+                raise BrokerError(Reason.PERMISSION_DENIED,
+                                  f"queue {cmd.queue!r} is not a temporary queue of this connection")
+            if q.consumers:
+                raise BrokerError(Reason.QUEUE_IN_USE, f"temporary queue {cmd.queue!r} has {len(q.consumers)} "
+                                                       "consumer(s): close them before deleting it")
+            removed = self.broker.delete_queue(cmd.queue)
+            conn.temporary_queues.discard(cmd.queue)
+        except BrokerError as exc:
+            self.error(exc, request_id=cmd.request_id)
+            return
+        self.send(bpb.SessionResponse(temporary_queue_deleted=bpb.TemporaryQueueDeleted(
+            request_id=cmd.request_id, queue=cmd.queue, messages_removed=removed)))
+
+    def _own_connection(self) -> ClientConnection:
+        if self.connection is None:
+            raise BrokerError(Reason.INVALID_REQUEST, "this session belongs to no client connection")
+        return self.connection
+
     def _check_owner(self, q: Queue) -> None:
         """PERMISSION_DENIED (logged) unless this session may consume from `q` (temporary_queues.py)."""
-        refusal = consume_refusal(q.name, q.owner, self.id, self.user)
+        refusal = consume_refusal(q.name, q.owner, self.id, self.user, self.connection)
         if refusal is not None:
             log_refusal(refusal)
             raise refusal

@@ -316,3 +316,39 @@ async def test_on_a_shared_store_the_session_moves_to_the_backup_that_took_the_l
         assert sorted(got) == sorted([b"first"] + [f"n{i}".encode() for i in range(200)])
     finally:
         await conn.close()
+
+
+async def test_a_connections_temporary_queue_is_made_again_on_the_backup_and_replies_reach_it(nodes, etcd):
+    """A requester's temporary queue (not stored, so not replicated) on the
+    live; kill -9 of the live: the sessions that held it (the connection's
+    anchor and the consuming session) ask the backup for it again before
+    their consumers are made there, so a reply sent to the backup reaches the
+    same consumer; when the connection closes it goes on the backup too."""
+    primary, backup = await in_sync_pair(nodes, etcd)
+    conn = await failover_client(primary.url)
+    try:
+        tq = await conn.create_temporary_queue()
+        session = await conn.session()
+        replies = await session.create_consumer(tq)
+        await (await (await conn.session()).create_producer(tq.name)).send(b"before", durable=False)
+        m = await replies.receive(5)
+        assert m is not None and m.body == b"before"
+        m.ack()
+        await asyncio.to_thread(primary.kill9)
+        await eventually(lambda: session.server.target == backup.endpoint and session._ready.is_set(), 30,
+                         "the consuming session to fail over to the backup")
+        await eventually(lambda: conn._anchor.server.target == backup.endpoint and conn._anchor._ready.is_set(), 30,
+                         "the connection's anchor session to fail over to the backup")
+        async with await connect(backup.url) as responder:
+            info = await responder.admin.queue(tq.name)
+            assert info is not None and info.temporary and info.consumer_count == 1
+            await (await (await responder.session()).create_producer(tq.name)).send(b"after", durable=False)
+        m = await replies.receive(10)
+        assert m is not None and m.body == b"after"
+        m.ack()
+    finally:
+        await conn.close()
+    async with await connect(backup.url) as check:
+        async def gone() -> bool:
+            return await check.admin.queue(tq.name) is None
+        await eventually(gone, 10, "the temporary queue to go with its connection")

@@ -191,7 +191,7 @@ async def test_a_large_message_travels_as_a_header_and_chunks_both_ways(router):
 async def test_a_request_kind_the_router_does_not_know_is_refused_and_the_session_goes_on(router):
     queue = uniq("proto.unknown")
     async with raw(router) as s:
-        await s.call.write(b"\x7a\x00")  # field 15 of SessionRequest: no kind this router knows
+        await s.call.write(b"\xf2\x01\x00")  # field 30 of SessionRequest: no kind this router knows
         error = await s.expect("error")
         assert (error.reason, error.request_id, error.producer_id, error.consumer_id, error.fatal) == (
             "INVALID_REQUEST", 0, 0, 0, False)

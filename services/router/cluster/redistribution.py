@@ -9,7 +9,8 @@ message-load-balancing ON_DEMAND or OFF_WITH_REDISTRIBUTION.
 The need is noticed on events: the queue's last local consumer leaving, the
 address's remote bindings changing (a consumer appearing elsewhere), the
 queue being created, a dispatch parking a message. After the delay (-1 =
-never, 0 = at once) the queue redistributes until a local consumer attaches,
+never, 0 = at once; always 0 for a connection's temporary queue, which
+exists on each node its connection consumes it on) the queue redistributes until a local consumer attaches,
 as the redistributor Artemis adds to such a queue does: whatever it holds
 then and whatever joins it later moves, in order, each message to a node
 with a matching consumer (round robin); with local consumers, only the
@@ -87,7 +88,10 @@ class Redistribution:
             return
         if not self._wanted_elsewhere(q):
             return
-        delay = self.broker.settings(q.address).redistribution_delay
+        # A connection's temporary queue exists on each node the connection consumes it on
+        # (client_connections.py): what waits where none of its consumers are moves at once.
+        connection_queue = q.owner is not None and q.owner.connection is not None
+        delay = 0 if connection_queue else self.broker.settings(q.address).redistribution_delay
         if delay < 0:
             return
         if delay == 0:
