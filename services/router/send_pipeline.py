@@ -271,7 +271,7 @@ class SendPipeline:
                     node.address_unrouted(addr)  # an address nothing takes from goes in time
                 return decision.targets
             if decision.create_address:
-                if addr is None and not moved and self._forward_only(msg):
+                if addr is None and not moved and self.forward_only(msg):
                     return []
                 if access is not None:
                     access.check(Permission.CREATE_ADDRESS, msg.address)
@@ -328,7 +328,7 @@ class SendPipeline:
             msg.forwards = forwards
         return local
 
-    def _forward_only(self, msg: ServerMessage) -> bool:
+    def forward_only(self, msg: ServerMessage) -> bool:
         """Route `msg` to an address this node does not have whose only queues
         are other nodes' temporary queues (a requester's reply queue on
         another node), to the members `balancing.remote_only` picks. Nothing

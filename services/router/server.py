@@ -122,9 +122,12 @@ class BrokerServicer(bgrpc.BrokerServicer):
 
     def _delete_temporary_queue(self, name: str, conn: ClientConnection) -> None:
         """The connection's last session here ended: its temporary queue `name` goes
-        (unless it went already, or the name is someone else's queue now)."""
+        (unless it went already, or the name is someone else's queue now). What
+        it holds goes first to the connection's copies of it on other nodes,
+        if it has any (the connection may live on there)."""
         q = self.broker.queues.get(name)
         if q is not None and q.owner is not None and q.owner.connection is conn:
+            self.broker.redistribution.hand_over(q)
             self.broker.delete_queue(name, force=True)
 
     async def _read(self, session: ServerSession, it) -> None:

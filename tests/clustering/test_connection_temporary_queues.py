@@ -3,8 +3,10 @@ real routers. The connection's sessions are spread over A and B by its
 load-balancing policy; the queue is made on one node (the connection's
 anchor session's) and consumed by a session on the other. What waited in it
 before that consumer came, and what is sent to it on either node after,
-reaches that consumer; nothing stays behind on the node it was made on; and
-when the connection closes the queue goes on both nodes."""
+reaches that consumer; nothing stays behind on the node it was made on;
+when the connection's session on the other node ends, what waited in its
+copy there goes back to the first node; and when the connection closes the
+queue goes on both nodes."""
 
 from __future__ import annotations
 
@@ -61,6 +63,26 @@ async def test_a_session_on_another_node_gets_what_was_sent_to_it_on_either_node
         assert await consumer.receive(0.3) is None
         assert (await queue_info(home, tq.name)).message_count == 0
         assert (await queue_info(away, tq.name)).temporary
+
+        # The connection's only session on the other node ends with messages in its copy (in the
+        # consumer's buffer, then given back): they go to the copy on the queue's first node, not away.
+        await send(away, tq.name, ["r1", "r2", "r3"])
+        async def buffered() -> bool:
+            return (await queue_info(away, tq.name)).delivering_count == 3
+        await eventually(buffered, 10, "3 messages delivered to the consumer's buffer on the other node")
+        await session.close()
+        async def handed_over() -> bool:
+            return await queue_info(away, tq.name) is None and (await queue_info(home, tq.name)).message_count == 3
+        await eventually(handed_over, 10, f"{tq.name} gone on {away.name} and its 3 messages on {home.name}")
+        on_home = await requester.session()
+        while by_endpoint[on_home.server.target] is not home:
+            on_home = await requester.session()
+        again = await on_home.create_consumer(tq)
+        rest = []
+        while len(rest) < 3 and (m := await again.receive(10)) is not None:
+            rest.append(m.body.decode())
+            m.ack()
+        assert rest == ["r1", "r2", "r3"]
     finally:
         await requester.close()
     for node in cluster.values():

@@ -131,7 +131,7 @@ class RemoteBindings:
         self._wildcards = wildcards
         self._wildcard_groups: set[str] = set()  # addresses in _groups that are wildcard addresses
         # Round-robin positions of addresses this node does not have, routed to
-        # their remote groups only (SendPipeline._forward_only); an existing
+        # their remote groups only (SendPipeline.forward_only); an existing
         # address keeps its own (Address.cluster_round_robin).
         self._positions: dict[str, dict[str, int]] = {}
 

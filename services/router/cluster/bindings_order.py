@@ -14,7 +14,11 @@ when it sent it. Before taking such a batch, the receiving node waits until
 the snapshot it has from that source is at least that new — at most
 `CATCH_UP_TIMEOUT_S`, and not at all when it has no live link to the source
 (no snapshot can come; the batch is taken as before). Batches of messages
-without `reply_to` never wait, and never carry a version.
+without `reply_to` never wait, and never carry a version — except those to a
+temporary queue on the receiving node: when a node's copy of a connection's
+temporary queue goes (client_connections.py), it hands its messages to the
+other copies, and the receiver must know that copy is gone before its
+redistribution could send them straight back to it.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from ..consumer import ServerConsumer
 from ..large_body import send_body, send_bytes
 from ..message import Ref
 from ..routing import ANYCAST, ROUTE_SEP, ROUTE_TO
+from .bindings import TEMPORARY_MARK
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -215,6 +216,15 @@ class Forwarder(ABC):
         overrides it with its demand, network/demand_order.py)."""
         return self.broker.bindings_version
 
+    @staticmethod
+    def _ordered(fwd: cpb.ForwardedMessage) -> bool:
+        """Whether the target must have this node's bindings as new as now before
+        taking the message (bindings_order.py): a request (its reply queue must be
+        known there), or a message to a temporary queue there — whose copy of a
+        connection's temporary queue here may just have gone, which the target
+        must know before it would send the message back (redistribution)."""
+        return bool(fwd.message.reply_to) or any(key[-1:] == TEMPORARY_MARK for key in fwd.route_to)
+
     def _forwarded(self, fwd: cpb.ForwardedMessage, ref: Ref) -> mpb.Message:
         m = fwd.message
         m.CopyFrom(ref.msg.proto)
@@ -241,18 +251,21 @@ class Forwarder(ABC):
         if not items:
             return
         batch = self._new_batch(items)
-        request = False
+        ordered = False
         for _, ref in items:
-            request |= bool(self._forwarded(batch.messages.add(), ref).reply_to)
-        if request:  # its reply queue must be known on the other side first (bindings_order.py)
+            fwd = batch.messages.add()
+            self._forwarded(fwd, ref)
+            ordered = ordered or self._ordered(fwd)
+        if ordered:
             batch.bindings_version = self.order_version()
         self._sink.put_nowait(Outgoing(self.frame(forward=batch), self))
 
     def _send_large(self, item: tuple[int, Ref]) -> None:
         ref = item[1]
         batch = self._new_batch([item])
-        m = self._forwarded(batch.messages.add(), ref)
-        if m.reply_to:
+        fwd = batch.messages.add()
+        m = self._forwarded(fwd, ref)
+        if self._ordered(fwd):
             batch.bindings_version = self.order_version()
         inline = None
         if not m.large:  # an ordinary message over min-large-message-size: its body goes in chunks too

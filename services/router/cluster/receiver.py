@@ -186,9 +186,11 @@ class Receiver:
         bindings further on; if none of them is known any more (or it named
         none: a network link's topic message), the message is routed here as
         if sent here (so it is not lost) — unless it was sent to a temporary
-        queue of ours that is gone (a late reply whose requester left): then
-        it is routed nowhere, as a message no queue takes (`_unroutable`),
-        rather than into a queue auto-created for nobody."""
+        queue of ours that is gone: then it goes to another node's temporary
+        queue of that name (a connection's temporary queue held on several
+        nodes, client_connections.py) or, when there is none (a late reply
+        whose requester left), nowhere, as a message no queue takes
+        (`_unroutable`), rather than into a queue auto-created for nobody."""
         b = self.broker
         local = []
         forwards: dict = {}
@@ -217,6 +219,10 @@ class Receiver:
         if local or forwards:
             return local
         if temporary_gone:
+            # A connection's temporary queue may live on in copies on other nodes (the
+            # source's among them): the message goes to one of those, never into a new queue here.
+            if b.sender.forward_only(msg):
+                return []
             return self._unroutable(msg, "the temporary queue it was sent to is gone")
         queues = b.sender.route(msg, moved=True)
         msg.forwards = None  # never back into the cluster: the source already balanced it

@@ -156,21 +156,51 @@ class Redistribution:
                 positions[q.name] = position + 1
                 moving.append((ref, takers[position % len(takers)]))
         if moving:
-            q.remove_waiting({id(ref) for ref, _ in moving})
-            b = self.broker
-            staged = []
-            for ref, rb in moving:
-                msg = ref.msg
-                msg.forwards = {rb.link: [rb.key]}
-                staged.extend(b.sender.stage(msg, []))
-                b.delivery.release(ref, jpb.REMOVED)
-            # All at once, after the commit: a non-durable copy must not overtake a durable one.
-            b.delivery.enqueue_when_stored(staged)
+            self._send_away(q, moving)
             log.info("redistributed %d messages of queue %s", len(moving), q.name)
         if not q.consumers:
             # What no node takes now is set aside until the bindings change or
             # a consumer attaches: later dispatches look only at what is new.
             q.park_all()
+
+    def _send_away(self, q: Queue, moving: list) -> None:
+        """Move each (message, remote binding) of `moving` out of `q` to that binding's node."""
+        q.remove_waiting({id(ref) for ref, _ in moving})
+        b = self.broker
+        staged = []
+        for ref, rb in moving:
+            msg = ref.msg
+            msg.forwards = {rb.link: [rb.key]}
+            staged.extend(b.sender.stage(msg, []))
+            b.delivery.release(ref, jpb.REMOVED)
+        # All at once, after the commit: a non-durable copy must not overtake a durable one.
+        b.delivery.enqueue_when_stored(staged)
+
+    def hand_over(self, q: Queue) -> int:
+        """`q` is about to be deleted while what it holds is still wanted: a
+        connection's temporary queue whose last session on this node ended
+        while the connection holds copies of it on other nodes
+        (client_connections.py). Move every message waiting in it to those
+        copies, in order — to one whose consumers take it when there is one,
+        else to any — and say how many moved (none without a copy elsewhere)."""
+        addr = q.home
+        group = addr.remote.get(q.name) if addr is not None else None
+        if not group:
+            return 0
+        positions = addr.cluster_round_robin
+        moving = []
+        for ref in q.iter_waiting():
+            msg = ref.msg
+            takers = [rb for rb in group if rb.accepts(msg) and rb.has_consumer_for(msg)] or [
+                rb for rb in group if rb.accepts(msg)]
+            if takers:
+                position = positions.get(q.name, 0)
+                positions[q.name] = position + 1
+                moving.append((ref, takers[position % len(takers)]))
+        if moving:
+            self._send_away(q, moving)
+            log.info("handed %d messages of temporary queue %s to its copies on other nodes", len(moving), q.name)
+        return len(moving)
 
     def forget(self, q: Queue) -> None:
         self.consumer_attached(q)
