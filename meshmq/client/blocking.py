@@ -203,6 +203,10 @@ class Connection:
     def session(self, *, transacted: bool = False) -> Session:
         return Session(self._loop, self._loop.run(self._inner.session(transacted=transacted)))
 
+    def create_temporary_queue(self) -> TemporaryQueue:
+        """A temporary queue of this connection (the async Connection.create_temporary_queue)."""
+        return TemporaryQueue(self._loop, self._loop.run(self._inner.create_temporary_queue()))
+
     def add_failover_listener(self, listener: FailoverListener) -> None:
         """As the async Connection's; `listener` runs on the client's loop thread."""
         self._loop.loop.call_soon_threadsafe(self._inner.add_failover_listener, listener)

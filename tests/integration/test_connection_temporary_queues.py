@@ -104,6 +104,8 @@ def test_the_blocking_api_makes_uses_and_deletes_one(shared_router):
         consumer.close()
         tq.delete()
         assert c.admin.queue(tq.name) is None
+        other = c.create_temporary_queue()  # the connection's own, as the async API has it
+        assert c.admin.queue(other.name).temporary
 
 
 CLIENT = textwrap.dedent("""
