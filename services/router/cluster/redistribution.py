@@ -143,7 +143,6 @@ class Redistribution:
         group = addr.remote.get(q.name) if addr is not None else None
         if not group:
             return
-        positions = addr.cluster_round_robin
         moving = []
         grouping = getattr(self.broker, "grouping", None)
         for ref in candidates:
@@ -152,9 +151,7 @@ class Redistribution:
                 continue  # clustered grouping: the group's messages stay on the node decided for it
             takers = [rb for rb in group if rb.accepts(msg) and rb.has_consumer_for(msg)]
             if takers:
-                position = positions.get(q.name, 0)
-                positions[q.name] = position + 1
-                moving.append((ref, takers[position % len(takers)]))
+                moving.append((ref, _next(addr.cluster_round_robin, q.name, takers)))
         if moving:
             self._send_away(q, moving)
             log.info("redistributed %d messages of queue %s", len(moving), q.name)
@@ -187,16 +184,13 @@ class Redistribution:
         group = addr.remote.get(q.name) if addr is not None else None
         if not group:
             return 0
-        positions = addr.cluster_round_robin
         moving = []
         for ref in q.iter_waiting():
             msg = ref.msg
             takers = [rb for rb in group if rb.accepts(msg) and rb.has_consumer_for(msg)] or [
                 rb for rb in group if rb.accepts(msg)]
             if takers:
-                position = positions.get(q.name, 0)
-                positions[q.name] = position + 1
-                moving.append((ref, takers[position % len(takers)]))
+                moving.append((ref, _next(addr.cluster_round_robin, q.name, takers)))
         if moving:
             self._send_away(q, moving)
             log.info("handed %d messages of temporary queue %s to its copies on other nodes", len(moving), q.name)
@@ -204,3 +198,10 @@ class Redistribution:
 
     def forget(self, q: Queue) -> None:
         self.consumer_attached(q)
+
+
+def _next(positions: dict[str, int], name: str, takers: list):
+    """The next of `takers` for queue `name`, round robin (the address's cluster positions)."""
+    position = positions.get(name, 0)
+    positions[name] = position + 1
+    return takers[position % len(takers)]
