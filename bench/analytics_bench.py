@@ -14,6 +14,7 @@ script checks that, and that they equal what it generated.
     .venv/bin/python bench/analytics_bench.py --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/bench_db
     .venv/bin/python bench/analytics_bench.py --events 200000 --repeat 1 --json
     .venv/bin/python bench/analytics_bench.py --events 12000 --nodes 3 --no-single   # a 3-node cluster's stores
+    .venv/bin/python bench/analytics_bench.py --events 12000 --conf spark.sql.codegen.wholeStage=false  # a setting tried
 
 --nodes N splits the events over N SQLite stores, one per node (the
 cluster-wide report unites them). The first figure printed is the cold
@@ -208,6 +209,8 @@ def main() -> int:
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (store, reports, spark.log)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the session (repeatable), as `meshmq analytics report --conf`")
     args = ap.parse_args()
     if args.nodes < 1:
         ap.error(f"--nodes {args.nodes}: give at least 1")
@@ -243,7 +246,8 @@ def main() -> int:
         f"({expected['messages']:,} messages), filled in {fill_s:.1f} s")
 
     cold_started = time.monotonic()
-    spark = start_session(args.master, log_path=work / "spark.log")
+    conf = dict(item.split("=", 1) for item in args.conf)
+    spark = start_session(args.master, log_path=work / "spark.log", conf=conf)
     try:
         spark_start_s = time.monotonic() - cold_started
         partitions = args.partitions or 2 * spark.sparkContext.defaultParallelism
