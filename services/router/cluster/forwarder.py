@@ -216,28 +216,28 @@ class Forwarder(ABC):
         overrides it with its demand, network/demand_order.py)."""
         return self.broker.bindings_version
 
-    @staticmethod
-    def _ordered(fwd: cpb.ForwardedMessage) -> bool:
-        """Whether the target must have this node's bindings as new as now before
-        taking the message (bindings_order.py): a request (its reply queue must be
-        known there), or a message to a temporary queue there — whose copy of a
-        connection's temporary queue here may just have gone, which the target
-        must know before it would send the message back (redistribution)."""
-        return bool(fwd.message.reply_to) or any(key[-1:] == TEMPORARY_MARK for key in fwd.route_to)
-
-    def _forwarded(self, fwd: cpb.ForwardedMessage, ref: Ref) -> mpb.Message:
+    def _forwarded(self, fwd: cpb.ForwardedMessage, ref: Ref) -> bool:
+        """Fill `fwd` from `ref`; whether the target must have this node's bindings
+        as new as now before taking it (bindings_order.py): a request (its reply
+        queue must be known there), or a message to a temporary queue there —
+        whose copy of a connection's temporary queue here may just have gone,
+        which the target must know before its redistribution could send the
+        message straight back."""
         m = fwd.message
         m.CopyFrom(ref.msg.proto)
+        ordered = bool(m.reply_to)
         route = m.properties.pop(ROUTE_TO, None)
         if route is not None:
-            fwd.route_to.extend(route.string_value.split(ROUTE_SEP))
+            keys = route.string_value
+            fwd.route_to.extend(keys.split(ROUTE_SEP))
+            ordered = ordered or TEMPORARY_MARK in keys
         count = m.properties.pop(DELIVERY_COUNT, None)
         if count is not None:
             fwd.delivery_count = count.int_value
         if self.duplicate_ids:
             fwd.bridge_duplicate_id = f"{self.broker.node_id}:{ref.msg.id}"
         self.stamp(m)
-        return m
+        return ordered
 
     def _new_batch(self, items: list[tuple[int, Ref]]) -> cpb.ForwardBatch:
         batch = cpb.ForwardBatch(batch_id=self._next_batch)
@@ -253,9 +253,7 @@ class Forwarder(ABC):
         batch = self._new_batch(items)
         ordered = False
         for _, ref in items:
-            fwd = batch.messages.add()
-            self._forwarded(fwd, ref)
-            ordered = ordered or self._ordered(fwd)
+            ordered |= self._forwarded(batch.messages.add(), ref)
         if ordered:
             batch.bindings_version = self.order_version()
         self._sink.put_nowait(Outgoing(self.frame(forward=batch), self))
@@ -264,9 +262,9 @@ class Forwarder(ABC):
         ref = item[1]
         batch = self._new_batch([item])
         fwd = batch.messages.add()
-        m = self._forwarded(fwd, ref)
-        if self._ordered(fwd):
+        if self._forwarded(fwd, ref):
             batch.bindings_version = self.order_version()
+        m = fwd.message
         inline = None
         if not m.large:  # an ordinary message over min-large-message-size: its body goes in chunks too
             inline = m.body
