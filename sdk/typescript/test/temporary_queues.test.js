@@ -173,3 +173,50 @@ test("after a kill -9 and restart the sessions make it again before their consum
     await router.stop();
   }
 });
+
+test("two clustered nodes: a session on the other node consumes it; delete() and close remove it on both", async () => {
+  const ports = { tqa: await freePort(), tqb: await freePort() };
+  const yaml = (name) => {
+    const peer = name === "tqa" ? "tqb" : "tqa";
+    return `connectors:\n  ${peer}: 127.0.0.1:${ports[peer]}\n` +
+      `cluster-connections:\n  cc: {static-connectors: [${peer}], message-load-balancing: ON_DEMAND}\n`;
+  };
+  const [a, b] = await Promise.all(["tqa", "tqb"].map((name) => startRouter({ name, port: ports[name], extra: yaml(name) })));
+  const byTarget = { [a.endpoint]: a, [b.endpoint]: b };
+  const conn = await m.connect(`(${a.url},${b.url})?useTopologyForLoadBalancing=false&connectionLoadBalancingPolicyClassName=RoundRobin`);
+  const sender = await m.connect(`${a.url}?useTopologyForLoadBalancing=false`);
+  try {
+    const tq = await conn.createTemporaryQueue();
+    const home = byTarget[[...tq.holders][0].node.target]; // the anchor session's node
+    const away = home === a ? b : a;
+    let s = await conn.createSession();
+    while (byTarget[s.node.target] !== away) s = await conn.createSession(); // round robin: the next is on the other node
+    assert.equal(await queueInfo(away, tq.name), undefined, "not on the other node before a session there asks for it");
+    const c = await s.createConsumer(tq);
+    const there = await queueInfo(away, tq.name);
+    assert.ok(there && there.temporary, JSON.stringify(there));
+    await sendTo(sender, tq.name, ["one", "two"]); // sent on a; reaches the consumer on the other node, whichever it is
+    const got = [];
+    for (let msg; got.length < 2 && (msg = await c.receive({ timeoutMs: 15000 })); ) {
+      got.push(msg.body.toString());
+      await msg.ack();
+    }
+    assert.deepEqual(got.sort(), ["one", "two"]);
+    await assert.rejects(tq.delete(), m.QueueInUseError);
+    await c.close();
+    await tq.delete(); // on both nodes holding it
+    assert.equal(await queueInfo(a, tq.name), undefined);
+    assert.equal(await queueInfo(b, tq.name), undefined);
+    // another one, consumed on the other node too: closing the connection removes both copies
+    const kept = await conn.createTemporaryQueue();
+    await (await s.createConsumer(kept)).close();
+    assert.ok(await queueInfo(away, kept.name));
+    await conn.close();
+    await waitForQueue(a, kept.name, (q) => q === undefined, "the copy on a to go with the connection");
+    await waitForQueue(b, kept.name, (q) => q === undefined, "the copy on b to go with the connection");
+  } finally {
+    await conn.close();
+    await sender.close();
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
