@@ -24,7 +24,9 @@ from typing import Any
 from urllib.parse import quote
 
 import meshmq
-from meshmq.client import Connection, Consumer, FailoverEventType, Producer, ReceivedMessage, Session, connect
+from meshmq.client import (
+    Connection, Consumer, FailoverEventType, Producer, ReceivedMessage, Session, TemporaryQueue, connect,
+)
 from meshmq.errors import MeshMQError, Reason
 
 log = logging.getLogger("meshmq.conformance")
@@ -170,6 +172,18 @@ class PythonDriver:
             raise DriverError(Reason.INVALID_REQUEST.value, f"routing must be anycast or multicast, not {routing!r}")
         await session.create_queue(_arg(req, "queue", str), address=_arg(req, "address", str),
                                    routing_type=routing, durable=_arg(req, "durable", bool, True))
+        return {}
+
+    async def op_create_temporary_queue(self, req: dict) -> dict:
+        if req.get("session") is not None:
+            maker = self.handles.get(req.get("session"), Session)
+        else:
+            maker = self.handles.get(req.get("connection"), Connection)
+        tq = await maker.create_temporary_queue()
+        return {"temporary_queue": self.handles.add("t", tq), "queue": tq.name}
+
+    async def op_delete_temporary_queue(self, req: dict) -> dict:
+        await self.handles.get(req.get("temporary_queue"), TemporaryQueue).delete()
         return {}
 
     async def op_producer(self, req: dict) -> dict:

@@ -14,6 +14,7 @@ from meshmq.client.blocking import connect as blocking_connect
 from tests.fixtures.nodes import wait_for
 
 from .conftest import b64, body, unique
+from .runner import DriverError
 
 pytestmark = pytest.mark.integration
 
@@ -263,3 +264,45 @@ def test_a_slow_consumer_with_credit_1_holds_one_message_and_the_rest_stays_in_t
     # What it never asked for went to nobody: a new consumer gets it all, in order.
     other = driver.request("consumer", session=session, queue=q)["consumer"]
     assert [body(m) for m in drain(driver, other)] == [str(i).encode() for i in range(4, 10)]
+
+
+def test_a_temporary_queue_lives_with_its_connection_and_only_its_connection_consumes_it(driver, shared_router, admin):
+    """JMS createTemporaryQueue (docs/protocol.md 6.7): it outlives the session that made it,
+    another session of the connection consumes what was sent to it, another connection is
+    refused, delete() is refused while consumed, and it goes when the connection closes."""
+    conn = driver.request("connect", uri=shared_router.url)["connection"]
+    other = driver.request("connect", uri=shared_router.url)["connection"]
+    try:
+        first = driver.request("session", connection=conn)["session"]
+        made = driver.request("create_temporary_queue", session=first)
+        tq = made["queue"]
+        info = admin.queue(tq)
+        assert info is not None and info.temporary and not info.durable and info.address == tq, info
+        sender = driver.request("session", connection=other)["session"]
+        producer = driver.request("producer", session=sender, address=tq)["producer"]  # anyone may send to it
+        driver.request("send_many", producer=producer, count=3, durable=False)
+        driver.request("close", handle=first)  # the session that made it ends: the queue stays, with what it holds
+        assert count(admin, tq) == 3
+        second = driver.request("session", connection=conn)["session"]
+        consumer = driver.request("consumer", session=second, queue=tq)["consumer"]
+        assert [body(m) for m in drain(driver, consumer)] == [b"0", b"1", b"2"]
+        assert driver.error("consumer", session=sender, queue=tq).reason == "PERMISSION_DENIED"
+        # delete() is refused while one of the connection's consumers is on it
+        assert driver.error("delete_temporary_queue", temporary_queue=made["temporary_queue"]).reason == "QUEUE_IN_USE"
+        assert admin.queue(tq) is not None
+        driver.request("close", handle=consumer)
+        assert admin.queue(tq) is not None  # its last consumer left: still there
+        driver.request("delete_temporary_queue", temporary_queue=made["temporary_queue"])
+        assert admin.queue(tq) is None
+        driver.request("delete_temporary_queue", temporary_queue=made["temporary_queue"])  # twice: nothing
+        # one more, made through the connection; it goes with the connection
+        kept = driver.request("create_temporary_queue", connection=conn)["queue"]
+        assert admin.queue(kept).temporary
+        driver.request("close", handle=conn)
+        wait_for(lambda: admin.queue(kept) is None, 10, "the temporary queue to go with its connection")
+    finally:
+        for c in (conn, other):
+            try:
+                driver.request("close", handle=c)
+            except DriverError:  # closed already (the Python driver forgets a closed handle)
+                pass

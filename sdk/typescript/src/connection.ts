@@ -5,6 +5,7 @@
  * FAILOVER_FAILED, once per failed node).
  */
 import { EventEmitter } from "node:events";
+import { randomUUID } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { ConnectionFailedError, InvalidRequestError, MeshMQError, NotActiveError, fromGrpcError } from "./errors";
 import { ClientOptions, DEFAULT_OPTIONS, isOptionName, validateOptions } from "./options";
@@ -12,6 +13,7 @@ import { LoadBalancingPolicy, orderCandidates, policyFromName } from "./loadbala
 import { ParsedURI, parseUri, target } from "./uri";
 import { Node, channelCredentials, credentialsMetadata } from "./transport";
 import { Session } from "./session";
+import { TemporaryQueue } from "./temporary_queue";
 
 export type FailoverEventType = "FAILURE_DETECTED" | "FAILOVER_COMPLETED" | "FAILOVER_FAILED";
 
@@ -68,6 +70,9 @@ export async function connect(uri: string, opts: ConnectOptions = {}): Promise<C
 
 export class Connection extends EventEmitter {
   readonly options: ClientOptions;
+  /** Sent with every session's open (OpenSession.connection_id, §4.1): the routers know its sessions as
+   * one connection, whose temporary queues are theirs (§6.7). Made once, kept across failover. */
+  readonly connectionId: string = randomUUID();
   /** The node first contact reached. */
   nodeInfo: NodeInfo | null = null;
   private readonly creds: grpc.ChannelCredentials;
@@ -83,6 +88,10 @@ export class Connection extends EventEmitter {
   private warnedUnverified = false;
   private firstTopology: Promise<void>;
   private gotTopology!: () => void;
+  private readonly temporaryQueues = new Map<string, TemporaryQueue>();
+  /** The session that keeps the temporary queues (temporary_queue.ts): opened with the first, closed last. */
+  private anchor: Session | null = null;
+  private anchorLock: Promise<unknown> = Promise.resolve();
 
   /** @internal use connect() */
   constructor(readonly uri: ParsedURI, policy?: LoadBalancingPolicy) {
@@ -232,6 +241,45 @@ export class Connection extends EventEmitter {
     throw last;
   }
 
+  /**
+   * A new temporary queue of this connection (JMS createTemporaryQueue, docs/protocol.md §6.7): it
+   * lives until its `delete()` or until this connection closes; anyone may send to it by its name,
+   * and any session of this connection, on any node, may consume from it. Throws
+   * UnsupportedVersionError from a router that speaks a session protocol below 3.
+   */
+  async createTemporaryQueue(): Promise<TemporaryQueue> {
+    const anchor = await this.anchorSession();
+    const tq = new TemporaryQueue(randomUUID().replace(/-/g, ""), this);
+    this.temporaryQueues.set(tq.name, tq);
+    try {
+      await anchor.holdTemporaryQueue(tq);
+    } catch (e) {
+      this.temporaryQueues.delete(tq.name);
+      throw e;
+    }
+    return tq;
+  }
+
+  /** The anchor session, opened when there is none (one at a time). */
+  private anchorSession(): Promise<Session> {
+    const next = this.anchorLock.then(async () => {
+      if (this.anchor === null || !this.anchor.holdsOpen()) this.anchor = await this.createSession();
+      return this.anchor;
+    });
+    this.anchorLock = next.catch(() => undefined);
+    return next;
+  }
+
+  /** @internal the connection's temporary queue of that name, if it is one. */
+  temporaryQueue(name: string): TemporaryQueue | undefined {
+    return this.temporaryQueues.get(name);
+  }
+
+  /** @internal */
+  forgetTemporaryQueue(name: string): void {
+    this.temporaryQueues.delete(name);
+  }
+
   /** @internal where a session lost on `failed` (node `nodeId`) tries to go, in order (§11.1). */
   failoverCandidates(nodeId: string, failed: string, redirect?: string): string[] {
     const out: string[] = [];
@@ -276,11 +324,15 @@ export class Connection extends EventEmitter {
     this.sessions.delete(s);
   }
 
-  /** Closes every session, the topology watch and the channels. */
+  /** Closes every session (the temporary queues' anchor last), the topology watch and the channels. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled([...this.sessions].map((s) => s.close()));
+    const anchor = this.anchor;
+    await Promise.allSettled([...this.sessions].filter((s) => s !== anchor).map((s) => s.close()));
+    if (anchor) await anchor.close().catch(() => undefined);
+    for (const tq of this.temporaryQueues.values()) tq.deleted = true;
+    this.temporaryQueues.clear();
     this.watch?.cancel();
     for (const n of this.nodes.values()) n.close();
     this.nodes.clear();

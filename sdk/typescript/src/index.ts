@@ -2,6 +2,7 @@
 export { connect, Connection, ConnectOptions, FailoverEventType, NodeInfo, TopologyMember } from "./connection";
 export { Session, ProducerOptions, QueueOptions, BrowsedMessage, PROTOCOL_VERSION } from "./session";
 export { Producer, BodySource } from "./producer";
+export { TemporaryQueue } from "./temporary_queue";
 export { Consumer, ConsumerOptions, ReceiveOptions, ReceivedMessage } from "./consumer";
 export { Double, Properties, PropertyValue, RoutingType, SendOptions } from "./message";
 export { ClientOptions, DEFAULT_OPTIONS } from "./options";

@@ -6,14 +6,14 @@
 import { EventEmitter, once } from "node:events";
 import * as grpc from "@grpc/grpc-js";
 import {
-  ConnectionFailedError, InvalidRequestError, MeshMQError, ScaledDownError,
-  TransactionRolledBackError, UnblockedError, errorFor, fromGrpcError, warrantsFailover,
+  ConnectionFailedError, InvalidRequestError, MeshMQError, QueueInUseError, ScaledDownError,
+  TransactionRolledBackError, UnblockedError, UnsupportedVersionError, errorFor, fromGrpcError, warrantsFailover,
 } from "./errors";
 import { ClientOptions } from "./options";
 
 /** The session protocol this SDK speaks (docs/protocol.md §14): a router whose
  * min-client-protocol-version is above it refuses it with UnsupportedVersionError. */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 import { Node, credentialsMetadata } from "./transport";
 import { Producer } from "./producer";
 import { Consumer, ConsumerOptions, ReceivedMessage } from "./consumer";
@@ -38,6 +38,7 @@ export interface BrowsedMessage {
 }
 import { abortable } from "./producer";
 import type { Connection } from "./connection";
+import { TemporaryQueue } from "./temporary_queue";
 
 type Call = grpc.ClientDuplexStream<any, any>;
 
@@ -60,7 +61,7 @@ export interface QueueOptions {
 }
 
 /** Opens one session stream on `node`: sends `open`, waits for `opened`. */
-async function openStream(node: Node, o: ClientOptions, transacted: boolean, timeoutMs: number):
+async function openStream(node: Node, o: ClientOptions, transacted: boolean, connectionId: string, timeoutMs: number):
     Promise<{ call: Call; opened: any }> {
   const call: Call = node.broker.Session(credentialsMetadata(o));
   return new Promise((resolve, reject) => {
@@ -90,7 +91,7 @@ async function openStream(node: Node, o: ClientOptions, transacted: boolean, tim
     call.on("data", onData);
     call.on("status", onStatus);
     call.on("error", () => undefined); // the status carries it
-    call.write({ open: { client_id: o.clientID, transacted, protocol_version: PROTOCOL_VERSION } });
+    call.write({ open: { client_id: o.clientID, transacted, protocol_version: PROTOCOL_VERSION, connection_id: connectionId } });
   });
 }
 
@@ -100,6 +101,8 @@ export class Session extends EventEmitter {
   node!: Node;
   nodeId = "";
   sessionId = "";
+  /** The session protocol this session's node speaks (SessionOpened.protocol_version; 1 from a router before versions). */
+  routerProtocol = 0;
   /** Bumps with every new stream: a message from an older one cannot be acked. @internal */
   generation = 0;
   /** @internal */
@@ -117,7 +120,10 @@ export class Session extends EventEmitter {
   private txWork = false;
   private rollbackOnly = false;
   private redirect: { node_id: string; connector: string; reason: string } | null = null;
-  private readonly temporaryQueues: Record<string, unknown>[] = [];
+  /** Non-durable queues this session created (Management.CreateQueue): made again after a failover. */
+  private readonly volatileQueues: Record<string, unknown>[] = [];
+  /** The connection's temporary queues this session asked its node for (§6.7). */
+  private readonly heldTemporaryQueues = new Map<string, TemporaryQueue>();
   private endedWaiter: ((s: grpc.StatusObject) => void) | null = null;
   private failure: MeshMQError | null = null;
 
@@ -129,7 +135,7 @@ export class Session extends EventEmitter {
 
   /** @internal */
   async start(node: Node): Promise<void> {
-    const { call, opened } = await openStream(node, this.options, this.transacted, this.options.callTimeout);
+    const { call, opened } = await openStream(node, this.options, this.transacted, this.connection.connectionId, this.options.callTimeout);
     this.attach(node, call, opened);
   }
 
@@ -138,6 +144,7 @@ export class Session extends EventEmitter {
     this.call = call;
     this.nodeId = opened.node_id;
     this.sessionId = opened.session_id;
+    this.routerProtocol = opened.protocol_version || 1;
     call.on("data", (r: any) => this.dispatch(r, call));
     call.on("status", (s: grpc.StatusObject) => this.onStatus(s, call));
   }
@@ -238,9 +245,78 @@ export class Session extends EventEmitter {
     return p;
   }
 
-  /** Creates a consumer on a queue (auto-created when the router allows). */
-  async createConsumer(queue: string, opts: ConsumerOptions = {}): Promise<Consumer> {
-    return this.newConsumer({ queue, filter: opts.selector ?? "", routing_type: opts.routingType ?? "ROUTING_TYPE_UNSPECIFIED" }, opts.windowSize);
+  /**
+   * Creates a consumer on a queue (auto-created when the router allows). `queue` may be one
+   * of this connection's temporary queues (or its name), on whichever node this session is:
+   * the session first asks its own node for it (§6.7).
+   */
+  async createConsumer(queue: string | TemporaryQueue, opts: ConsumerOptions = {}): Promise<Consumer> {
+    const name = String(queue);
+    const tq = this.connection.temporaryQueue(name);
+    if (tq && !this.heldTemporaryQueues.has(name)) await this.holdTemporaryQueue(tq);
+    return this.newConsumer({ queue: name, filter: opts.selector ?? "", routing_type: opts.routingType ?? "ROUTING_TYPE_UNSPECIFIED" }, opts.windowSize);
+  }
+
+  /**
+   * A new temporary queue of this session's connection (JMS createTemporaryQueue, §6.7): it
+   * lives until its `delete()` or until the connection closes; anyone may send to it by its
+   * name (`String(queue)`, e.g. as a reply-to), and any session of this connection, on any
+   * node, may consume from it.
+   */
+  async createTemporaryQueue(): Promise<TemporaryQueue> {
+    return this.connection.createTemporaryQueue();
+  }
+
+  /** @internal asks this session's node for the connection's temporary queue `tq` (made there, or there already);
+   * the node keeps it while this session is open. */
+  async holdTemporaryQueue(tq: TemporaryQueue): Promise<void> {
+    await this.ready();
+    if (this.routerProtocol < 3) {
+      throw new UnsupportedVersionError(`the router at ${this.node.target} speaks session protocol ${this.routerProtocol}; ` +
+        "a connection's temporary queues need protocol 3: upgrade it");
+    }
+    const id = this.newId();
+    const answer = this.expect(`r:${id}`, "create_temporary_queue");
+    this.write({ create_temporary_queue: { request_id: id, queue: tq.name } });
+    await answer;
+    this.heldTemporaryQueues.set(tq.name, tq);
+    tq.holders.add(this);
+  }
+
+  /** @internal whether this session is open (or failing over) and has not failed. */
+  holdsOpen(): boolean {
+    return this.state === "open" || this.state === "failing";
+  }
+
+  /** @internal QUEUE_IN_USE while one of this session's consumers consumes `queue`. */
+  refuseIfConsumed(queue: string): void {
+    for (const c of this.consumers.values()) {
+      if (c.createRequest().queue === queue && !c.isClosed) {
+        throw new QueueInUseError(`temporary queue ${JSON.stringify(queue)} has a consumer on this connection: close it before deleting the queue`);
+      }
+    }
+  }
+
+  /** @internal deletes the connection's temporary queue `queue` on this session's node; one gone there already is no error. */
+  async deleteTemporaryQueue(queue: string): Promise<void> {
+    await this.ready();
+    const id = this.newId();
+    const answer = this.expect(`r:${id}`, "delete_temporary_queue");
+    this.write({ delete_temporary_queue: { request_id: id, queue } });
+    try {
+      await answer;
+    } catch (e) {
+      if (!(e instanceof MeshMQError && e.reason === "QUEUE_NOT_FOUND")) throw e;
+    }
+  }
+
+  /** @internal */
+  forgetTemporaryQueue(queue: string): void {
+    this.heldTemporaryQueues.delete(queue);
+  }
+
+  private releaseTemporaryQueues(): void {
+    for (const tq of this.heldTemporaryQueues.values()) tq.holders.delete(this);
   }
 
   /**
@@ -276,7 +352,7 @@ export class Session extends EventEmitter {
     await this.ready();
     const req = { name: queue, address, routing_type: opts.routingType ?? "ANYCAST", filter: opts.filter ?? "", durable: opts.durable ?? true };
     await this.connection.unary(this.node, "CreateQueue", req);
-    if (!req.durable) this.temporaryQueues.push(req);
+    if (!req.durable) this.volatileQueues.push(req);
   }
 
   /**
@@ -462,6 +538,12 @@ export class Session extends EventEmitter {
       case "unsubscribed":
         this.settle(`r:${Number(r.unsubscribed.request_id)}`, null, r.unsubscribed);
         break;
+      case "temporary_queue_created":
+        this.settle(`r:${Number(r.temporary_queue_created.request_id)}`, null, r.temporary_queue_created);
+        break;
+      case "temporary_queue_deleted":
+        this.settle(`r:${Number(r.temporary_queue_deleted.request_id)}`, null, r.temporary_queue_deleted);
+        break;
       case "error":
         this.onSessionError(r.error);
         break;
@@ -527,6 +609,7 @@ export class Session extends EventEmitter {
     for (const p of this.producers.values()) p.failAll(err);
     for (const c of this.consumers.values()) c.end(err);
     this.readyWaiters.splice(0).forEach((w) => w.reject(err));
+    this.releaseTemporaryQueues();
     this.connection.forgetSession(this);
     this.emit("exception", err);
   }
@@ -564,7 +647,7 @@ export class Session extends EventEmitter {
       for (const target of this.connection.failoverCandidates(this.nodeId, failedTarget, redirect?.connector)) {
         let opened;
         try {
-          opened = await openStream(this.connection.nodeFor(target), o, this.transacted, perTry);
+          opened = await openStream(this.connection.nodeFor(target), o, this.transacted, this.connection.connectionId, perTry);
         } catch {
           continue;
         }
@@ -581,12 +664,22 @@ export class Session extends EventEmitter {
   private async reattach(node: Node, call: Call, opened: any): Promise<void> {
     this.attach(node, call, opened);
     this.state = "open";
-    for (const q of this.temporaryQueues) {
+    for (const q of this.volatileQueues) {
       try { await this.connection.unary(node, "CreateQueue", q); } catch (e) {
         if (!(e instanceof MeshMQError && e.reason === "QUEUE_EXISTS")) this.emit("exception", e);
       }
     }
     const answers: Promise<unknown>[] = [];
+    // The connection's temporary queues it held first (§11.2): not stored, so the new node has them only from now on.
+    for (const tq of this.heldTemporaryQueues.values()) {
+      const id = this.newId();
+      const a = this.expect(`r:${id}`, "create_temporary_queue");
+      this.write({ create_temporary_queue: { request_id: id, queue: tq.name } });
+      answers.push(a.catch((e) => {
+        // its consumers' creates say the rest; the listener hears why
+        if (!(e instanceof UnblockedError)) this.emit("exception", e);
+      }));
+    }
     for (const p of this.producers.values()) {
       const a = this.expect(`p:${p.id}`, "create_producer");
       this.write({ create_producer: p.createRequest() });
@@ -623,6 +716,7 @@ export class Session extends EventEmitter {
       for (const p of this.producers.values()) p.failAll(err);
       for (const c of this.consumers.values()) c.end(null);
       this.readyWaiters.splice(0).forEach((w) => w.reject(err));
+      this.releaseTemporaryQueues();
       return;
     }
     for (const c of [...this.consumers.values()]) await c.close();
@@ -635,6 +729,7 @@ export class Session extends EventEmitter {
     await ended;
     clearTimeout(timer);
     this.state = "closed";
+    this.releaseTemporaryQueues();
     for (const p of this.producers.values()) p.failAll(new ConnectionFailedError("the session ended before this send was confirmed"));
     this.connection.forgetSession(this);
   }

@@ -10,6 +10,7 @@ import { Session } from "../session";
 import { Producer } from "../producer";
 import { Consumer, ReceivedMessage } from "../consumer";
 import { Double, Properties } from "../message";
+import { TemporaryQueue } from "../temporary_queue";
 import { InvalidRequestError, MeshMQError } from "../errors";
 import { VERSION } from "../index";
 
@@ -82,6 +83,16 @@ const OPS: Record<string, (req: Req) => Promise<Record<string, unknown>>> = {
     await s.createQueue(need(req, "address"), need(req, "queue"), {
       routingType: routing === "multicast" ? "MULTICAST" : "ANYCAST", durable: req.durable ?? true,
     });
+    return {};
+  },
+  async create_temporary_queue(req) {
+    const maker = req.session !== undefined && req.session !== null
+      ? get(req.session, Session, "session") : get(req.connection, Connection, "connection");
+    const tq = await maker.createTemporaryQueue();
+    return { temporary_queue: put("t", tq), queue: tq.name };
+  },
+  async delete_temporary_queue(req) {
+    await get(req.temporary_queue, TemporaryQueue, "temporary queue").delete();
     return {};
   },
   async producer(req) {
