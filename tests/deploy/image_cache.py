@@ -127,5 +127,10 @@ def remember(docker: Docker, images: Iterable[str], digest: str) -> None:
         listed = docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}", repository).split()
         for old in listed:
             if old.startswith(f"{repository}:{TAG_PREFIX}"):
-                docker("image", "rm", "--no-prune", old)
+                try:
+                    docker("image", "rm", "--no-prune", old)
+                except AssertionError:
+                    # A container left by an interrupted run still uses that image: the tag
+                    # stays (it names an older build's inputs, so it is never taken as current).
+                    pass
         docker("tag", image, inputs_tag(image, digest))
