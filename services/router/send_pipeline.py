@@ -429,14 +429,30 @@ class SendPipeline:
         if msg.forwards is not None:
             return self._stage_forwards(msg, queues)
         memory = self._memory
+        node = self.node
         if len(queues) == 1:
+            # The common message: one queue on its own address, nothing paged
+            # (what the general path below does for it, without its loops and lists).
             q = queues[0]
             addr = q.home
             if not (addr.shares or addr.paging or addr.memory_bytes >= addr.max_bytes
                     or addr.memory_messages >= addr.max_messages or memory.bytes >= memory.global_limit):
-                return [self._stage_one(msg, q, addr)]
+                persisted = msg.durable and q.durable and node.persistence_enabled
+                if persisted:
+                    msg.persisted = msg.inline = True
+                    batch = node.batch()
+                    _add_message_row(batch, msg, q.id)
+                    if node.event_log:
+                        _enqueued_event(batch, now_ms(), msg, q.name)
+                addr.messages_routed += 1
+                q.incoming += 1
+                msg.refs += 1
+                one = msg.size + paging.MESSAGE_OVERHEAD_BYTES
+                memory.bytes += one
+                addr.memory_bytes += one
+                addr.memory_messages += 1
+                return [Ref(msg, q, 0, persisted)]
         refs: list[Ref] = []
-        node = self.node
         if not queues:
             if msg.large:
                 drop_body(node, msg)  # nobody will read it
@@ -509,26 +525,6 @@ class SendPipeline:
                 q.paging_in += 1
                 refs.append(ref)
         return refs
-
-    def _stage_one(self, msg: ServerMessage, q: Queue, addr) -> Ref:
-        """`stage` for the common message: one queue on its own address, nothing
-        paged (what `stage` does for it, without the loops and lists)."""
-        node = self.node
-        persisted = msg.durable and q.durable and node.persistence_enabled
-        if persisted:
-            msg.persisted = msg.inline = True
-            batch = node.batch()
-            _add_message_row(batch, msg, q.id)
-            if node.event_log:
-                _enqueued_event(batch, now_ms(), msg, q.name)
-        addr.messages_routed += 1
-        q.incoming += 1
-        msg.refs += 1
-        one = msg.size + paging.MESSAGE_OVERHEAD_BYTES
-        self._memory.bytes += one
-        addr.memory_bytes += one
-        addr.memory_messages += 1
-        return Ref(msg, q, 0, persisted)
 
 
 def _add_message_row(batch, msg: ServerMessage, queue_id: int) -> None:
