@@ -209,10 +209,10 @@ class SendPipeline:
         if at or m.delivery_delay:
             at = scheduled.stamp(m, now)
         encoded = m.ByteSize()
-        problem = message_problem(m, encoded)
+        dup = m.duplicate_id
+        problem = message_problem(m, encoded, dup)
         if problem is not None:
             raise BrokerError(Reason.INVALID_REQUEST, problem)
-        dup = m.duplicate_id
         claim = node.duplicates.claim(address, dup) if dup else None
         # (The header as read and stamped above: each field read once.)
         return ServerMessage(m, encoded + m.body_size if is_large else encoded, message_id, address, routing_type,
