@@ -28,14 +28,14 @@ MAX_HEADER_BYTES = 1024 * 1024
 MAX_LARGE_BODY_BYTES = 2**40
 
 
-def message_problem(m: mpb.Message, encoded_size: int) -> str | None:
+def message_problem(m: mpb.Message, encoded_size: int, dup: str) -> str | None:
     """The first limit `m` breaks, as a sentence naming it; None if within all.
 
-    `encoded_size` is `m.ByteSize()`, which the caller has computed anyway.
+    `encoded_size` is `m.ByteSize()` and `dup` is `m.duplicate_id`, which the
+    caller has read anyway (each protobuf field read is a call into upb).
     Cheap for the common message: the per-property checks run only when the
     header is big enough to hold a property over a limit.
     """
-    dup = m.duplicate_id
     if dup:
         if len(dup) > MAX_DUPLICATE_ID_LENGTH:
             return f"duplicate id is {len(dup)} characters; the limit is {MAX_DUPLICATE_ID_LENGTH}"

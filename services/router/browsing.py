@@ -73,7 +73,7 @@ async def paged(broker: Broker, q: Queue, after_message_id: int) -> AsyncIterato
         for pm in resp.messages:
             proto = mpb.Message()
             proto.ParseFromString(pm.data)
-            ref = Ref(ServerMessage(proto, pm.size), q, pm.delivery_count, True)
+            ref = Ref(ServerMessage.of(proto, pm.size), q, pm.delivery_count, True)
             ref.paged = True
             cursor = pm.message_id
             yield ref

@@ -130,7 +130,7 @@ def mark_origin(copy: mpb.Message, ref: Ref) -> None:
 
 
 def server_message(copy: mpb.Message) -> ServerMessage:
-    return ServerMessage(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
+    return ServerMessage.of(copy, copy.ByteSize() + (copy.body_size if copy.large else 0))
 
 
 def transfer(broker: MovingNode, ref: Ref, moved: ServerMessage, queues: list[Queue], kind: int) -> list[Ref]:

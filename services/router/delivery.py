@@ -183,7 +183,7 @@ class Delivery:
             for pm in resp.messages:
                 proto = mpb.Message()
                 proto.ParseFromString(pm.data)
-                msg = ServerMessage(proto, pm.size)
+                msg = ServerMessage.of(proto, pm.size)
                 msg.refs = 1
                 ref = Ref(msg, q, pm.delivery_count, True)
                 ref.paged = True

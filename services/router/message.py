@@ -12,7 +12,6 @@ from meshmq.properties import PropertyValue, value_of
 from meshmq.v1 import messages_pb2 as mpb
 
 
-
 class ServerMessage:
     __slots__ = (
         "id",
@@ -36,18 +35,24 @@ class ServerMessage:
         "_props",
     )
 
-    def __init__(self, proto: mpb.Message, size: int, scheduled_at: int | None = None) -> None:
+    def __init__(self, proto: mpb.Message, size: int, message_id: int, address: str, routing_type: int,
+                 priority: int, durable: bool, expiration: int, timestamp: int, large: bool, group: str,
+                 deliver_at: int) -> None:
+        """A message from its header fields as the caller has read them from
+        `proto` (each read of a protobuf field is a call into upb: a client's
+        send has read most of them already, `SendPipeline.accept`); `of` reads
+        them all."""
         self.proto = proto
-        self.id: int = proto.message_id
-        self.address: str = proto.address
-        self.routing_type: int = proto.routing_type
-        self.priority: int = proto.priority
-        self.durable: bool = proto.durable
-        self.expiration: int = proto.expiration
-        self.timestamp: int = proto.timestamp
-        self.large: bool = proto.large
+        self.id: int = message_id
+        self.address: str = address
+        self.routing_type: int = routing_type
+        self.priority: int = priority
+        self.durable: bool = durable
+        self.expiration: int = expiration
+        self.timestamp: int = timestamp
+        self.large: bool = large
         # JMSXGroupID ("" when none): the one thing dispatch asks of every message (message_groups.py).
-        self.group: str = proto.group_id
+        self.group: str = group
         self.size = size
         # Live queue references; the stored message is deleted when the last goes.
         self.refs = 0
@@ -65,10 +70,17 @@ class ServerMessage:
         # bindings ("node_id/queue") it was routed to there (SendPipeline.stage copies it).
         self.forwards: dict | None = None
         self._props: dict[str, PropertyValue | None] | None = None
-        # Not to be delivered before this time, ms since the epoch; 0: at once
-        # (scheduled.py). Given by a caller that has read it (a client's send, a
-        # copy), read from the message otherwise (a stored or forwarded one).
-        self.deliver_at: int = proto.delivery_time if scheduled_at is None else scheduled_at
+        # Not to be delivered before this time, ms since the epoch; 0: at once (scheduled.py).
+        self.deliver_at: int = deliver_at
+
+    @classmethod
+    def of(cls, proto: mpb.Message, size: int, scheduled_at: int | None = None) -> ServerMessage:
+        """The message `proto` holds, its header read from it. `scheduled_at`:
+        its delivery time when the caller has it (a copy), else read too (a
+        stored or forwarded message)."""
+        return cls(proto, size, proto.message_id, proto.address, proto.routing_type, proto.priority, proto.durable,
+                   proto.expiration, proto.timestamp, proto.large, proto.group_id,
+                   proto.delivery_time if scheduled_at is None else scheduled_at)
 
     def lookup(self, name: str) -> PropertyValue | None:
         """Selector identifier lookup: header fields first, then properties."""

@@ -106,6 +106,40 @@ def now_ms() -> int:
 
 
 class Queue:
+    # CPython 3.11 reads an object's attributes on its fast path (shared keys,
+    # inline values) only while it has at most 30 of them, and enqueue,
+    # dispatch and acknowledge read a queue's for every message. State most
+    # queues never set is a class default here, set on the queue when it
+    # changes (a queue that sets one keeps its fast path while within the
+    # bound): keep `__init__` within it (tests/unit/test_queue_attributes.py).
+    MAX_INSTANCE_ATTRIBUTES = 30
+
+    # Paging (services/router/paging.py): messages in the store only, read back
+    # in id order after `page_cursor` as the queue drains; `paging_in` are on
+    # their way into the page (commit in flight).
+    paged_messages = 0
+    paged_bytes = 0
+    paging_in = 0
+    page_cursor = 0
+    depaging = False
+    # The task reading its next page while `depaging` (Delivery.page_in).
+    page_reader: asyncio.Task | None = None
+    # Paused by management (Artemis pause()): it still receives messages but
+    # the broker dispatches none until resumed. Not persisted: a restart resumes.
+    paused = False
+    deleting = False  # Broker.delete_queue is closing its consumers
+    # A last-value queue's replaced message leaves with this (the broker's release, REMOVED).
+    replaced: Callable[[Ref], None] = staticmethod(_no_replacement)
+    # Round robin position per consumer priority, once `_mixed_priorities`.
+    _rr_at: dict[int, int]
+    # Counters, as Artemis's queue control reports them (more in `__init__`).
+    messages_expired = 0
+    messages_killed = 0
+    # Returned unacknowledged (nack, consumer closed, rollback) to be delivered again.
+    messages_redelivered = 0
+    # Consumers found below slow-consumer-threshold (slow_consumers.py), whatever the policy did.
+    slow_consumers = 0
+
     def __init__(
         self,
         queue_id: int,
@@ -139,8 +173,6 @@ class Queue:
         # pick for a message with a group id; without install a queue does not group.
         self.groups = None
         self.pick_grouped: Callable[[Ref], object] = self.pick
-        # A last-value queue's replaced message leaves with this (the broker's release, REMOVED).
-        self.replaced: Callable[[Ref], None] = _no_replacement
         self._buckets: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
         # Waiting messages no attached consumer accepts, per priority, in arrival order.
         self._parked: list[deque[Ref]] = [deque() for _ in range(PRIORITIES)]
@@ -152,19 +184,6 @@ class Queue:
         # References waiting out a redelivery-delay or their scheduled time,
         # with their timers. They belong to the queue: counted, purged, deleted with it.
         self.delayed: dict[Ref, asyncio.TimerHandle] = {}
-        # Paging (services/router/paging.py): messages in the store only, read back
-        # in id order after `page_cursor` as the queue drains; `paging_in` are on
-        # their way into the page (commit in flight).
-        self.paged_messages = 0
-        self.paged_bytes = 0
-        self.paging_in = 0
-        self.page_cursor = 0
-        self.depaging = False
-        # The task reading its next page while `depaging` (Delivery.page_in).
-        self.page_reader: asyncio.Task | None = None
-        # Paused by management (Artemis pause()): it still receives messages but
-        # the broker dispatches none until resumed. Not persisted: a restart resumes.
-        self.paused = False
         self.consumers: list[ServerConsumer] = []
         # Its Address (set when bound to it): memory is counted there (paging.py).
         self.home = None
@@ -172,21 +191,13 @@ class Queue:
         # Consumers of more than one priority have joined: pick by priority (kept
         # sorted highest first), round robin within each (`_rr_at`, by priority).
         self._mixed_priorities = False
-        self._rr_at: dict[int, int] = {}
         self.deleted = False
-        self.deleting = False  # Broker.delete_queue is closing its consumers
         # Counters, as Artemis's queue control reports them.
         self.delivering = 0
         self.messages_added = 0
         self.messages_acknowledged = 0
         # Deliveries to consumers (a bridge included), redeliveries too: the gateway's "out" rate.
         self.messages_delivered = 0
-        self.messages_expired = 0
-        self.messages_killed = 0
-        # Returned unacknowledged (nack, consumer closed, rollback) to be delivered again.
-        self.messages_redelivered = 0
-        # Consumers found below slow-consumer-threshold (slow_consumers.py), whatever the policy did.
-        self.slow_consumers = 0
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r} on {self.address!r}, waiting={self.waiting})"
@@ -241,8 +252,9 @@ class Queue:
 
     def add_consumer(self, consumer: ServerConsumer) -> None:
         consumers = self.consumers
-        if consumers and consumer.priority != consumers[0].priority:
+        if consumers and consumer.priority != consumers[0].priority and not self._mixed_priorities:
             self._mixed_priorities = True
+            self._rr_at = {}
         # After every consumer of its priority or higher: the list stays highest first.
         at = len(consumers)
         while at and consumers[at - 1].priority < consumer.priority:

@@ -90,7 +90,7 @@ async def load_state(journal: JournalAPI, epoch: int, next_message_id: int) -> R
         for sm in page.messages:
             proto = mpb.Message()
             proto.ParseFromString(sm.data)
-            msg = ServerMessage(proto, sm.size)
+            msg = ServerMessage.of(proto, sm.size)
             msg.persisted = True
             pending[sm.message_id] = msg
             state.next_message_id = max(state.next_message_id, sm.message_id + 1)

@@ -186,31 +186,37 @@ class SendPipeline:
             check_name("address", address)
         if address[0] == "$":
             not_internal("address", address)
-        if m.priority > 9:
-            raise BrokerError(Reason.INVALID_REQUEST, f"priority {m.priority} is out of range 0..9")
-        if m.routing_type not in _ROUTING_TYPES:
-            raise BrokerError(Reason.INVALID_REQUEST, f"unknown routing type {m.routing_type}")
+        priority = m.priority
+        if priority > 9:
+            raise BrokerError(Reason.INVALID_REQUEST, f"priority {priority} is out of range 0..9")
+        routing_type = m.routing_type
+        if routing_type not in _ROUTING_TYPES:
+            raise BrokerError(Reason.INVALID_REQUEST, f"unknown routing type {routing_type}")
         now = now_ms()
-        m.message_id = node.next_message_id()
-        if not m.timestamp:
-            m.timestamp = now
+        m.message_id = message_id = node.next_message_id()
+        timestamp = m.timestamp
+        if not timestamp:
+            m.timestamp = timestamp = now
         m.node_id = node.node_id
         if user or m.user_id:  # the authenticated user, never the client's word ("" with security off)
             m.user_id = user
-        if not m.expiration:
+        expiration = m.expiration
+        if not expiration:
             delay = node.settings(address).expiry_delay
             if delay is not None and delay > 0:
-                m.expiration = now + delay
+                m.expiration = expiration = now + delay
         at = m.delivery_time
         if at or m.delivery_delay:
             at = scheduled.stamp(m, now)
         encoded = m.ByteSize()
-        problem = message_problem(m, encoded)
+        dup = m.duplicate_id
+        problem = message_problem(m, encoded, dup)
         if problem is not None:
             raise BrokerError(Reason.INVALID_REQUEST, problem)
-        dup = m.duplicate_id
         claim = node.duplicates.claim(address, dup) if dup else None
-        return ServerMessage(m, encoded + m.body_size if is_large else encoded, at), claim
+        # (The header as read and stamped above: each field read once.)
+        return ServerMessage(m, encoded + m.body_size if is_large else encoded, message_id, address, routing_type,
+                             priority, m.durable, expiration, timestamp, is_large, m.group_id, at), claim
 
     def settle(self, staged: StagedSend, resp: jpb.AppendResponse | None) -> None:
         """After the commit (resp None: nothing was stored): enqueue, or give everything back."""
@@ -380,7 +386,7 @@ class SendPipeline:
             proto.message_id = node.next_message_id()
             if keys:  # none: routed on the other side as if sent there (a network topic subscription)
                 proto.properties[ROUTE_TO].string_value = ROUTE_SEP.join(keys)
-            copy = ServerMessage(proto, msg.size, msg.deliver_at)
+            copy = ServerMessage.of(proto, msg.size, msg.deliver_at)
             if msg.persisted:  # the original is in the log (redistribution, scale-down, local queues too): link them
                 copy.origin = (node.node_id, msg.id)
             if msg.large:
@@ -429,14 +435,30 @@ class SendPipeline:
         if msg.forwards is not None:
             return self._stage_forwards(msg, queues)
         memory = self._memory
+        node = self.node
         if len(queues) == 1:
+            # The common message: one queue on its own address, nothing paged
+            # (what the general path below does for it, without its loops and lists).
             q = queues[0]
             addr = q.home
             if not (addr.shares or addr.paging or addr.memory_bytes >= addr.max_bytes
                     or addr.memory_messages >= addr.max_messages or memory.bytes >= memory.global_limit):
-                return [self._stage_one(msg, q, addr)]
+                persisted = msg.durable and q.durable and node.persistence_enabled
+                if persisted:
+                    msg.persisted = msg.inline = True
+                    batch = node.batch()
+                    _add_message_row(batch, msg, q.id)
+                    if node.event_log:
+                        _enqueued_event(batch, now_ms(), msg, q.name)
+                addr.messages_routed += 1
+                q.incoming += 1
+                msg.refs += 1
+                one = msg.size + paging.MESSAGE_OVERHEAD_BYTES
+                memory.bytes += one
+                addr.memory_bytes += one
+                addr.memory_messages += 1
+                return [Ref(msg, q, 0, persisted)]
         refs: list[Ref] = []
-        node = self.node
         if not queues:
             if msg.large:
                 drop_body(node, msg)  # nobody will read it
@@ -509,26 +531,6 @@ class SendPipeline:
                 q.paging_in += 1
                 refs.append(ref)
         return refs
-
-    def _stage_one(self, msg: ServerMessage, q: Queue, addr) -> Ref:
-        """`stage` for the common message: one queue on its own address, nothing
-        paged (what `stage` does for it, without the loops and lists)."""
-        node = self.node
-        persisted = msg.durable and q.durable and node.persistence_enabled
-        if persisted:
-            msg.persisted = msg.inline = True
-            batch = node.batch()
-            _add_message_row(batch, msg, q.id)
-            if node.event_log:
-                _enqueued_event(batch, now_ms(), msg, q.name)
-        addr.messages_routed += 1
-        q.incoming += 1
-        msg.refs += 1
-        one = msg.size + paging.MESSAGE_OVERHEAD_BYTES
-        self._memory.bytes += one
-        addr.memory_bytes += one
-        addr.memory_messages += 1
-        return Ref(msg, q, 0, persisted)
 
 
 def _add_message_row(batch, msg: ServerMessage, queue_id: int) -> None:

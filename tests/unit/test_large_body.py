@@ -66,7 +66,7 @@ class Written(list):
 
 
 def large(message_id: int, body_size: int) -> ServerMessage:
-    return ServerMessage(mpb.Message(message_id=message_id, address="a", large=True, body_size=body_size), 0)
+    return ServerMessage.of(mpb.Message(message_id=message_id, address="a", large=True, body_size=body_size), 0)
 
 
 async def receive(store: Store, msg: ServerMessage, pieces: list[bytes]) -> BodyReceiver:

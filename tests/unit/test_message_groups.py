@@ -41,7 +41,7 @@ def grouped_queue(**attributes) -> Queue:
 
 
 def add(q: Queue, body: str, group: str = "", seq: int = 0) -> None:
-    q.add(Ref(ServerMessage(mpb.Message(address="q", body=body.encode(), priority=4, group_id=group,
+    q.add(Ref(ServerMessage.of(mpb.Message(address="q", body=body.encode(), priority=4, group_id=group,
                                         group_seq=seq), 10), q))
 
 
@@ -196,7 +196,7 @@ def test_group_first_key_marks_the_first_message_per_pin():
 
 def test_first_of_group_is_a_copy_with_the_key_set():
     m = mpb.Message(address="q", body=b"b", group_id="g")
-    ref = Ref(ServerMessage(m, 10), None, 2)
+    ref = Ref(ServerMessage.of(m, 10), None, 2)
     shown = message_groups.FirstOfGroup(ref, "K")
     assert shown.msg.proto.properties["K"].bool_value and "K" not in m.properties
     assert shown.delivery_count == 2

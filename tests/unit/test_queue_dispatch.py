@@ -47,7 +47,7 @@ class FakeConsumer:
 def add(q: Queue, body: str, color: str, priority: int = 4) -> None:
     m = mpb.Message(address="q", body=body.encode(), priority=priority)
     m.properties["color"].string_value = color
-    q.add(Ref(ServerMessage(m, 100), q))
+    q.add(Ref(ServerMessage.of(m, 100), q))
 
 
 def no_expiry(ref):  # pragma: no cover - nothing here expires

@@ -152,7 +152,7 @@ def send(q: Queue, body: str, key: str | None = None) -> Ref:
     m = mpb.Message(address="q", body=body.encode(), priority=4)
     if key is not None:
         m.properties["k"].string_value = key
-    ref = Ref(ServerMessage(m, 10), q)
+    ref = Ref(ServerMessage.of(m, 10), q)
     q.add(ref)
     return ref
 

@@ -333,7 +333,7 @@ class Grouping:
                 q = addr.queues.get(name)
                 node = self.remote.fresh(group_id, now)
                 if msg is None:
-                    msg = ServerMessage(m, 0)
+                    msg = ServerMessage.of(m, 0)
                 local = q if q is not None and q.accepts(msg) else None
                 if node is not None and locate(node, own, local, members) is not None:
                     continue

@@ -103,7 +103,7 @@ class Receiver:
         m = fwd.message
         origin = (self.source_node_id, m.message_id)
         m.message_id = b.next_message_id()
-        msg = ServerMessage(m, m.ByteSize() + m.body_size)
+        msg = ServerMessage.of(m, m.ByteSize() + m.body_size)
         msg.origin = origin
         body = BodyReceiver(b, msg)
         async for frame in frames:
@@ -150,7 +150,7 @@ class Receiver:
             if msg is None:
                 origin = (self.source_node_id, m.message_id)
                 m.message_id = b.next_message_id()
-                msg = ServerMessage(m, m.ByteSize())
+                msg = ServerMessage.of(m, m.ByteSize())
                 msg.origin = origin
             m.node_id = b.node_id
             if self._scale_down and m.duplicate_id:  # the clients' ids come along, so their resends are caught
