@@ -61,7 +61,7 @@ class Broker:
     (send_pipeline.py), its way out `delivery` (delivery.py).
 
     Keep a started node's instance attributes at 30 or fewer (MAX_INSTANCE_ATTRIBUTES,
-    tests/unit/test_broker_attributes.py): CPython 3.11 reads an object's
+    tests/unit/test_attribute_fast_path.py): CPython 3.11 reads an object's
     attributes through its fast path (shared keys, inline values) only up to
     30 keys, and the send and delivery paths read the broker's on every
     message. At 31 they measured 860 more instructions per message

@@ -111,7 +111,7 @@ class Queue:
     # dispatch and acknowledge read a queue's for every message. State most
     # queues never set is a class default here, set on the queue when it
     # changes (a queue that sets one keeps its fast path while within the
-    # bound): keep `__init__` within it (tests/unit/test_queue_attributes.py).
+    # bound): keep `__init__` within it (tests/unit/test_attribute_fast_path.py).
     MAX_INSTANCE_ATTRIBUTES = 30
 
     # Paging (services/router/paging.py): messages in the store only, read back
