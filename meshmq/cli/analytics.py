@@ -162,7 +162,8 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
         raise AnalyticsError("pyspark is not installed: pip install 'meshmq[analytics]'") from None
 
     from spark.report import run_report
-    from spark.session import start_session, stop_session
+    from spark.session import is_local, start_session, stop_session
+    from spark.tuning import SMALL_JOBS_CONF, SMALL_STORES_EVENTS, session_conf
 
     console = Console(stderr=True)
     with _progress(console) as (show_step, show_spark):
@@ -171,6 +172,10 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
         spark = SparkSession.getActiveSession()
         owned = spark is None
         if owned:
+            conf, events = session_conf(parsed, is_local(master), conf)
+            if events is not None and events <= SMALL_STORES_EVENTS:
+                show_step(f"small stores (about {events:,} events): the JVM compiles less (C1 only, no code "
+                          f"generation; giving any of {', '.join(SMALL_JOBS_CONF)} with --conf turns this off)")
             spark = start_session(master, backends=[s.backend for s in parsed], log_path=out / "spark.log",
                                   conf=conf)
         clock.spark_ready()
