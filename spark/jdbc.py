@@ -74,14 +74,20 @@ class Store:
         return DRIVERS[self.backend][2]
 
 
+def normalized_url(url: str) -> str:
+    """`url` as SQLAlchemy reads it (`postgres://` is PostgreSQL's own short form)."""
+    raw = url.strip()
+    if raw.startswith("postgres://"):
+        raw = "postgresql://" + raw[len("postgres://") :]
+    return raw
+
+
 def parse_store_url(url: str) -> Store:
     """A broker store URL -> Store. Raises AnalyticsError for what JDBC cannot read."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
-    raw = url.strip()
-    if raw.startswith("postgres://"):
-        raw = "postgresql://" + raw[len("postgres://") :]
+    raw = normalized_url(url)
     try:
         parsed = make_url(raw)
     except ArgumentError:

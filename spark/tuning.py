@@ -38,10 +38,9 @@ def estimated_events(store) -> int | None:
         from sqlalchemy import create_engine, text
         from sqlalchemy.engine import make_url
 
-        raw = store.url.strip()
-        if raw.startswith("postgres://"):
-            raw = "postgresql://" + raw[len("postgres://"):]
-        url = make_url(raw).set(drivername="postgresql+psycopg")  # the driver the journal uses
+        from spark.jdbc import normalized_url
+
+        url = make_url(normalized_url(store.url)).set(drivername="postgresql+psycopg")  # the journal's driver
         engine = create_engine(url, connect_args={"connect_timeout": 5})
         try:
             with engine.connect() as conn:

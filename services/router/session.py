@@ -341,10 +341,15 @@ class ServerSession:
         if name in self.broker.queues:
             raise BrokerError(Reason.QUEUE_EXISTS, f"queue {name!r} exists: it cannot be a new temporary queue")
         self._check(Permission.CONSUME, name)
+        return self._new_temporary_queue(name, Owner(self.id, self.user))
+
+    def _new_temporary_queue(self, name: str, owner: Owner) -> Queue:
+        """An anycast, non-durable queue `name` on an address of its own name, owned
+        by `owner` (a consumer's or a connection's temporary queue), if this session may create it."""
         self._check_create(name, durable=False)
         self.broker.ensure_address(name, ANYCAST, auto_created=True)  # goes with its queue
         return self.broker.create_queue(name, name, ANYCAST, durable=False, temporary=True, auto_created=False,
-                                        owner=Owner(self.id, self.user))
+                                        owner=owner)
 
     def _subscription_queue(self, cmd: rq.CreateConsumer) -> Queue:
         """The queue of the named subscription `cmd` asks for (subscriptions.py),
@@ -411,10 +416,7 @@ class ServerSession:
                     raise BrokerError(Reason.QUEUE_EXISTS,
                                       f"queue {name!r} exists: it cannot be a new temporary queue of this connection")
             else:
-                self._check_create(name, durable=False)
-                self.broker.ensure_address(name, ANYCAST, auto_created=True)  # goes with its queue
-                self.broker.create_queue(name, name, ANYCAST, durable=False, temporary=True, auto_created=False,
-                                         owner=Owner(self.id, self.user, conn))
+                self._new_temporary_queue(name, Owner(self.id, self.user, conn))
                 conn.temporary_queues.add(name)
         except BrokerError as exc:
             self.error(exc, request_id=cmd.request_id)
