@@ -5,7 +5,9 @@ SQLite WAL with synchronous=FULL: a durable confirm means the commit reached
 the disk), then runs one producer and one consumer concurrently in one client
 process with 1 KB messages and prints one JSON line per run: messages/s end
 to end, p50/p99 confirm latency and the CPU the node spent per message
-(router process, and its journal writer process), then a table of all runs.
+(router process, and its journal writer process; on PostgreSQL also the
+server processes serving the run's database, when they run on this host),
+then a table of all runs.
 The CPU figures are steadier than msg/s on a shared machine: compare trees
 with them when looking for a hot-path regression.
 
@@ -149,6 +151,34 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
     return own.user + own.system, children
 
 
+def backend_cpu_seconds(db_url: str | None) -> dict[int, float]:
+    """PostgreSQL: CPU seconds so far of each server process serving `db_url`'s
+    database, by pid (empty for SQLite, or when the server is not on this host).
+    The server shares the machine's cores with the broker, so its CPU per
+    message is part of what a durable message costs here."""
+    if db_url is None:
+        return {}
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    engine = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            pids = conn.execute(text("SELECT pid FROM pg_stat_activity WHERE datname = :d"),
+                                {"d": url.database}).scalars().all()
+    finally:
+        engine.dispose()
+    seconds = {}
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        seconds[pid] = t.user + t.system
+    return seconds
+
+
 def parse_mode(mode: str) -> tuple[bool, float | None, int | None]:
     """(durable, rate or None, window or None) of KIND[@RATE][/WINDOW]."""
     head, _, window = mode.partition("/")
@@ -222,8 +252,13 @@ def main() -> None:
                     url += "?" + "&".join(options)
                 try:
                     router_before, journal_before = cpu_seconds(proc.pid)
+                    server_before = backend_cpu_seconds(db)
                     result = asyncio.run(run(url, args.count, args.size, mode))
                     router_after, journal_after = cpu_seconds(proc.pid)
+                    server_after = backend_cpu_seconds(db)
+                    if server_after:
+                        server = sum(t - server_before.get(pid, 0.0) for pid, t in server_after.items())
+                        result["postgres_cpu_us_per_msg"] = round(server / args.count * 1e6, 1)
                     result["router_cpu_us_per_msg"] = round((router_after - router_before) / args.count * 1e6, 1)
                     result["journal_cpu_us_per_msg"] = round((journal_after - journal_before) / args.count * 1e6, 1)
                     result["window"] = window or ClientOptions().confirmationWindowSize

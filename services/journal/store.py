@@ -98,6 +98,9 @@ def create_store_engine(url: str, *, sync: bool = True, stuck_transaction_ms: in
         if stuck_transaction_ms > 0:
             connect_args.update(stuck_transaction_options(stuck_transaction_ms))
         engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+        from . import pg_arrays  # psycopg only where PostgreSQL is used (see _failed_in_pipeline)
+
+        event.listen(engine, "connect", lambda c, _r: pg_arrays.register(c))
         if not sync:
             event.listen(engine, "connect", lambda c, _r: c.execute("SET synchronous_commit = off"))
         return engine
@@ -332,17 +335,20 @@ class JournalStore:
             return text_.format_map(_Quoted(q)).replace("?", mark)
 
         pg = self._backend == "postgresql"
+        if pg:
+            from . import pg_arrays
 
         def values(table, *columns: str) -> _MultiRow | _PgArrayRows:
             head = f"INSERT INTO {q(table.name)} ({', '.join(q(c) for c in columns)})"
             if pg:
                 types = [table.c[c].type.compile(dialect=self.engine.dialect) for c in columns]
-                return _PgArrayRows(head + " SELECT * FROM unnest(" + ", ".join(f"%b::{t}[]" for t in types) + ")")
+                return _PgArrayRows(head + " SELECT * FROM unnest(" + ", ".join(f"%b::{t}[]" for t in types) + ")",
+                                    [pg_arrays.array_kind(t) for t in types])
             return _MultiRow(head + " VALUES ", "(" + ", ".join([mark] * len(columns)) + ")")
 
         def in_list(head: str) -> _MultiRow | _PgAnyList:
             if pg:
-                return _PgAnyList(stmt(head) + " = ANY(%b)")
+                return _PgAnyList(stmt(head) + " = ANY(%b)", pg_arrays.Int8Array)
             return _MultiRow(stmt(head) + " IN (", mark, ", ", ")")
 
         self._multi = {
@@ -835,23 +841,27 @@ class _PgArrayRows:
     number of rows, so psycopg parses and prepares it once; a multi-row VALUES
     list would be parsed again for every batch (psycopg caches no statement
     over 4 KiB), which cost more than PostgreSQL took to store the rows. The
-    arrays go in binary (%b): their text form escapes every bytea element."""
+    arrays go in binary (%b): their text form escapes every bytea element;
+    each is packed a column at a time (pg_arrays.py), not by psycopg's
+    element-by-element list dumper."""
 
-    def __init__(self, sql: str) -> None:
+    def __init__(self, sql: str, kinds: list[type]) -> None:
         self._sql = sql
+        self._kinds = kinds
 
     def run(self, cur, rows: list[tuple], prefix: tuple = ()) -> None:
-        cur.execute(self._sql, prefix + tuple(list(column) for column in zip(*rows)))
+        cur.execute(self._sql, prefix + tuple(kind(column) for kind, column in zip(self._kinds, zip(*rows))))
 
 
 class _PgAnyList:
-    """PostgreSQL: `... = ANY(%s)` with the ids as one array parameter (see _PgArrayRows)."""
+    """PostgreSQL: `... = ANY(%b)` with the ids as one array parameter (see _PgArrayRows)."""
 
-    def __init__(self, sql: str) -> None:
+    def __init__(self, sql: str, kind: type) -> None:
         self._sql = sql
+        self._kind = kind
 
     def run(self, cur, rows: list[tuple], prefix: tuple = ()) -> None:
-        cur.execute(self._sql, prefix + ([row[0] for row in rows],))
+        cur.execute(self._sql, prefix + (self._kind([row[0] for row in rows]),))
 
 
 class _Quoted(dict):
