@@ -16,6 +16,11 @@ script checks that, and that they equal what it generated.
     .venv/bin/python bench/analytics_bench.py --events 12000 --nodes 3 --no-single   # a 3-node cluster's stores
     .venv/bin/python bench/analytics_bench.py --events 12000 --conf spark.sql.codegen.wholeStage=false  # a setting tried
 
+By default Spark starts as `meshmq analytics report` would start it: the
+small-stores settings when the stores are small, and the archive of the
+driver's classes (the first run on a machine writes it as its JVM exits;
+later runs map it). --as-given starts it with --conf alone.
+
 --nodes N splits the events over N SQLite stores, one per node (the
 cluster-wide report unites them). The first figure printed is the cold
 wall time: starting Spark (the JVM) plus the first report, as a user
@@ -211,6 +216,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory (store, reports, spark.log)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for the session (repeatable), as `meshmq analytics report --conf`")
+    ap.add_argument("--as-given", action="store_true",
+                    help="Spark with --conf only: without the choices `meshmq analytics report` makes by itself "
+                         "(the small-stores settings, spark/tuning.py; the class archive, spark/class_cache.py)")
     args = ap.parse_args()
     if args.nodes < 1:
         ap.error(f"--nodes {args.nodes}: give at least 1")
@@ -219,7 +227,9 @@ def main() -> int:
 
     import pyspark
 
-    from spark.session import start_session, stop_session
+    from spark.jdbc import parse_store_url
+    from spark.session import class_cache_of, is_local, start_session, stop_session
+    from spark.tuning import session_conf
 
     work = Path(tempfile.mkdtemp(prefix="meshmq-analytics-bench-"))
     t = time.monotonic()
@@ -245,9 +255,15 @@ def main() -> int:
     say(f"store: {'postgresql' if args.pg_url else 'sqlite'}, {args.nodes} node(s), {expected['events']:,} events "
         f"({expected['messages']:,} messages), filled in {fill_s:.1f} s")
 
-    cold_started = time.monotonic()
     conf = dict(item.split("=", 1) for item in args.conf)
-    spark = start_session(args.master, log_path=work / "spark.log", conf=conf)
+    cold_started = time.monotonic()
+    if not args.as_given:  # what the CLI does, the store-size estimate included in the cold time
+        conf, _ = session_conf([parse_store_url(u) for u in urls], is_local(args.master), conf)
+    spark = start_session(args.master, log_path=work / "spark.log", conf=conf, class_cache=not args.as_given)
+    cache = class_cache_of(spark)
+    say("settings: " + ("as given" if args.as_given else "as `meshmq analytics report` chooses") + "; class archive: "
+        + ("none" if cache is None else f"writing {cache.path} (this run's exit)" if cache.creating
+           else f"mapped from {cache.path}"))
     try:
         spark_start_s = time.monotonic() - cold_started
         partitions = args.partitions or 2 * spark.sparkContext.defaultParallelism

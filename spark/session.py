@@ -11,6 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from spark.class_cache import ClassCache, with_option
 from spark.errors import AnalyticsError
 from spark.jdbc import driver_jars
 
@@ -18,6 +19,8 @@ DEFAULT_MASTER = "local[*]"
 APP_NAME = "meshmq-analytics"
 # Shuffle partitions outside local[...] (the user's --conf wins).
 CLUSTER_SHUFFLE_PARTITIONS = 16
+# How long stop_session waits for a JVM that writes its class archive as it exits.
+ARCHIVE_TIMEOUT_S = 180.0
 
 
 def is_local(master: str) -> bool:
@@ -59,11 +62,15 @@ def start_session(
     backends: tuple[str, ...] | list[str] = ("sqlite", "postgresql"),
     log_path: str | Path | None = None,
     conf: dict[str, str] | None = None,
+    class_cache: bool = False,
 ):
     """A new SparkSession with the JDBC drivers for `backends` on its class path.
 
-    `log_path` receives the JVM's stdout/stderr (default: discarded). Raises
-    AnalyticsError when a jar is missing or the JVM does not start.
+    `log_path` receives the JVM's stdout/stderr (default: discarded).
+    `class_cache` (local masters): map the archive of the driver's classes
+    that an earlier run wrote, or write it when this JVM exits
+    (spark/class_cache.py). Raises AnalyticsError when a jar is missing or
+    the JVM does not start.
     """
     try:
         from pyspark import SparkConf, SparkContext
@@ -78,6 +85,9 @@ def start_session(
     if is_local(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings = session_conf(master, jars, conf)
+    cache = ClassCache.for_driver() if class_cache and is_local(master) else None
+    if cache is not None:
+        settings = with_option(settings, cache)
     spark_conf = SparkConf()
     for key, value in settings.items():
         spark_conf.set(key, value)
@@ -99,13 +109,25 @@ def start_session(
     finally:
         sink.close()  # the JVM has its own copy of the descriptor
     sc.setLogLevel("WARN")
-    return SparkSession(sc)
+    session = SparkSession(sc)
+    session._meshmq_class_cache = cache  # stop_session puts a written archive in place
+    return session
 
 
-def stop_session(spark, timeout: float = 20.0) -> None:
-    """Stop the session and end its JVM, so a new one can start in this process."""
+def class_cache_of(spark) -> ClassCache | None:
+    """The class archive `spark`'s JVM maps or writes (None: started without one)."""
+    return getattr(spark, "_meshmq_class_cache", None)
+
+
+def stop_session(spark, timeout: float = 20.0) -> bool:
+    """Stop the session and end its JVM, so a new one can start in this process.
+    True when the JVM wrote its class archive (start_session's `class_cache`)."""
     from pyspark import SparkContext
 
+    cache = class_cache_of(spark)
+    if cache is not None and cache.creating:
+        timeout = max(timeout, ARCHIVE_TIMEOUT_S)  # the JVM writes ~160 MB as it exits
+    exit_code = None
     gateway = SparkContext._gateway
     try:
         spark.stop()
@@ -120,9 +142,10 @@ def stop_session(spark, timeout: float = 20.0) -> None:
                 # The JVM exits when its stdin (a pipe from us) closes.
                 try:
                     proc.stdin.close()
-                    proc.wait(timeout)
+                    exit_code = proc.wait(timeout)
                 except (OSError, subprocess.TimeoutExpired):
                     proc.kill()
                     proc.wait(5)
         SparkContext._gateway = None
         SparkContext._jvm = None
+    return cache.finish(exit_code) if cache is not None else False
