@@ -166,9 +166,11 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
     except ImportError:
         raise AnalyticsError("pyspark is not installed: pip install 'meshmq[analytics]'") from None
 
-    from spark.report import run_report
     from spark.session import class_cache_of, is_local, start_session, stop_session
     from spark.tuning import SMALL_JOBS_CONF, SMALL_STORES_EVENTS, session_conf
+
+    # The report's own modules (matplotlib the largest: ~0.6 s) load while the JVM starts.
+    report_module = _import_in_background("spark.report")
 
     console = Console(stderr=True)
     with _progress(console) as (show_step, show_spark):
@@ -190,6 +192,7 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
             show_step(step)
 
         try:
+            run_report = report_module().run_report
             with _StageWatcher(spark, show_spark):
                 return run_report(
                     spark, parsed, out, window=window, partitions=partitions, offenders_limit=max_offenders,
@@ -201,6 +204,20 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
                 show_step("stopping Spark" + (f" (writing the archive of its classes for the next reports, once: "
                                               f"{cache.path})" if cache is not None and cache.creating else ""))
                 stop_session(spark)
+
+
+def _import_in_background(name: str):
+    """Import module `name` in a thread (pyspark and spark.session are already
+    imported, so the two threads never wait on each other's module locks
+    while the JVM starts); the returned function
+    waits for it and gives the module, or raises what the import raised."""
+    import importlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="import")
+    future = pool.submit(importlib.import_module, name)
+    pool.shutdown(wait=False)
+    return future.result
 
 
 @contextlib.contextmanager
