@@ -63,8 +63,9 @@ class ByteaArray(PgArray):
     element_oid, array_oid = 17, 1001
 
 
-def pack_array(column: PgArray) -> bytes:
-    """The binary `array_recv` form of `column`."""
+def pack_array(column: PgArray, encoding: str = "utf-8") -> bytes:
+    """The binary `array_recv` form of `column`; text in the connection's `encoding`
+    (PostgreSQL reads binary text in the client encoding, as it reads text)."""
     values = column.values
     n = len(values)
     if not n:
@@ -73,7 +74,7 @@ def pack_array(column: PgArray) -> bytes:
     if nulls == n:
         body = _NULL * n
     elif isinstance(column, TextArray):
-        body = _pack_names(values)
+        body = _pack_names(values, encoding)
     elif isinstance(column, ByteaArray):
         body = _pack_bytes(values)
     elif nulls:
@@ -94,11 +95,12 @@ def _pack_fixed(values, typecode: str, width: int) -> bytes:
     return struct.pack(">" + ("i" + typecode) * n, *pairs)
 
 
-def _pack_names(values) -> bytes:
+def _pack_names(values, encoding: str) -> bytes:
     """Text elements. The journal's text columns hold few distinct values in a
     batch (node, kind, address, queue names), so each is encoded once."""
     length = _LENGTH.pack
-    packed = {v: _NULL if v is None else length(len(e)) + e for v in set(values) for e in (None if v is None else v.encode(),)}
+    packed = {v: _NULL if v is None else length(len(e)) + e
+              for v in set(values) for e in (None if v is None else v.encode(encoding),)}
     return b"".join(map(packed.__getitem__, values))
 
 
@@ -113,7 +115,7 @@ def _dumper_for(kind: type[PgArray]) -> type[Dumper]:
         oid = kind.array_oid
 
         def dump(self, obj: PgArray) -> bytes:
-            return pack_array(obj)
+            return pack_array(obj, self.connection.info.encoding if self.connection is not None else "utf-8")
 
     _ArrayDumper.__name__ = _ArrayDumper.__qualname__ = f"{kind.__name__}Dumper"
     return _ArrayDumper

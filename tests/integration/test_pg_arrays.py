@@ -57,6 +57,14 @@ def test_a_column_of_only_nulls_and_an_empty_column_read_back(pg):
     assert _read_back(pg, pg_arrays.Int8Array, "bigint", []) == []
 
 
+def test_text_goes_in_the_connections_client_encoding(pg):
+    """PostgreSQL reads binary text in the client encoding: a LATIN1 client's é is one byte."""
+    pg.execute("SET client_encoding TO 'LATIN1'")
+    assert _read_back(pg, pg_arrays.TextArray, "varchar(8)", ["é", "a", None]) == ["é", "a", None]
+    assert pg.execute("SELECT octet_length(convert_to(x, 'UTF8')) FROM unnest(%b::text[]) AS x",
+                      (pg_arrays.TextArray(["é"]),)).fetchone() == (2,)
+
+
 def test_columns_unnest_side_by_side_into_rows(pg):
     rows = pg.execute(
         "SELECT * FROM unnest(%b::bigint[], %b::varchar(16)[], %b::bytea[])",
