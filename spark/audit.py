@@ -107,6 +107,10 @@ def references(events: DataFrame, since: int, waiting_keys: DataFrame, produced_
     # An acknowledgement or redelivery of a message accepted inside the window
     # (and inside the snapshot): its ENQUEUED must be in the log read.
     visible = (is_ack | is_del) & F.col("_in") & (F.col("message_ts") >= since)
+    # Grouped by message: the event table comes hashed by (node_id, message_id) (spark/report.py), so
+    # with the stored references hashed the same way the grouping needs no exchange, and the
+    # references leave it hashed by message, which the joins in `deliveries` then need.
+    stored = stored.repartition("node_id", "message_id")
     return relevant.unionByName(stored).groupBy(*KEY).agg(
         F.sum(is_enq.cast("long")).alias("enq"),
         F.min(F.when(is_enq, ts)).alias("enqueued_ts"),
@@ -187,13 +191,14 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
                ) -> DataFrame:
     col = F.col
     copies = copy_links(refs)
-    # A forward or move carried the message on; a dead-letter or expiry copy did not.
-    arrivals = refs.join(copies, ["node_id", "message_id"], "left_anti").filter(col("from_node_id").isNotNull()).select(
+    # Per message, the references that name it as their origin: `_children` is not null when it has any,
+    # `_arrived_targets` the nodes a forward or move carried it to (a dead-letter or expiry copy did not).
+    # Keyed by message alone, as `refs` is hashed: a join on another key would reshuffle every reference.
+    children = refs.filter(col("from_node_id").isNotNull()).join(copies, ["node_id", "message_id"], "left").select(
         col("from_node_id").alias("node_id"), col("from_message_id").alias("message_id"),
-        col("node_id").alias("_target")).distinct()
-    arrived_any = arrivals.select("node_id", "message_id").distinct().withColumn("_arrived_any", F.lit(True))
-    arrived_at = arrivals.withColumn("_arrived_at", F.lit(True))
-
+        F.when(col("copy_of").isNull(), col("node_id")).alias("_target"))
+    arrived = children.groupBy("node_id", "message_id").agg(
+        F.collect_set("_target").alias("_arrived_targets"), F.lit(True).alias("_children"))
     is_sf = col("queue").startswith(SF_PREFIX)
     target = F.substring_index(col("queue"), ".", -1)
     r = (
@@ -201,9 +206,9 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
         .withColumn("root_node_id", F.coalesce("root_node_id", "node_id"))
         .withColumn("root_message_id", F.coalesce("root_message_id", "message_id"))
         .withColumn("_target", F.when(is_sf, target))
-        .join(arrived_any, ["node_id", "message_id"], "left")
-        .join(arrived_at, ["node_id", "message_id", "_target"], "left")
-        .fillna(False, ["_arrived_any", "_arrived_at"])
+        .join(arrived, ["node_id", "message_id"], "left")
+        .withColumn("_arrived_any", F.coalesce(F.size("_arrived_targets") > 0, F.lit(False)))
+        .withColumn("_arrived_at", F.coalesce(F.array_contains("_arrived_targets", col("_target")), F.lit(False)))
         .join(copies, ["node_id", "message_id"], "left")
     )
     moved = ~is_sf & (col("end_kind") == REMOVED) & (col("acks") == 0) & (col("waiting") == 0) & col("_arrived_any")
@@ -214,7 +219,8 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
     sf_out = is_sf & (col("acks") > 0) & ~in_report
     consumer_acks = F.when(is_sf, F.lit(0)).otherwise(col("acks"))
     r = r.withColumn("_acks", consumer_acks).withColumn("_moved", moved.cast("int")).withColumn(
-        "_out", sf_out.cast("int"))
+        "_out", sf_out.cast("int")).withColumn(
+        "_shared", (col("from_node_id").isNotNull() | col("_children").isNotNull()).cast("int"))
 
     is_end_kept = col("end_kind").isNotNull() & (col("_moved") == 0)
     units = r.groupBy("root_node_id", "root_message_id", "queue").agg(
@@ -241,14 +247,21 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
                    F.max_by("message_id", F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0)))).alias("message_id"),
         F.max((col("node_id") != col("root_node_id")).cast("int")).alias("_crossed"),
         F.first("copy_of", ignorenulls=True).alias("copy_of"),
-        # every stored reference of the delivery, oldest first: an anomaly on two nodes names both
-        F.array_sort(F.collect_list(F.struct(
-            F.coalesce("enqueued_ts", "first_ack_ts", "end_ts").alias("ts"), "node_id", "message_id",
-            col("enq").alias("enqueued"), col("_acks").alias("acknowledged"),
-            F.when(col("_moved") == 1, F.lit("MOVED")).otherwise(
-                F.coalesce(F.when(col("_acks") > 0, F.lit(ACKNOWLEDGED)), col("end_kind"),
-                           F.when(col("waiting") == 1, F.lit(WAITING)))).alias("fate")))).alias("_copies"),
+        F.max("_shared").alias("_shared"),
     )
+    # Every stored reference of the delivery, oldest first: an anomaly on two nodes names both. Only a
+    # reference that came from another or was followed elsewhere can share its delivery (any other is
+    # its own root, and nothing resolves to it), so only those are collected (a grouping of lists is
+    # the audit's dearest step); a delivery of one reference is that reference, from its own columns.
+    shared = r.filter(col("_shared") == 1).groupBy("root_node_id", "root_message_id", "queue").agg(
+        F.array_sort(F.collect_list(F.struct(
+            F.coalesce("enqueued_ts", "first_ack_ts", "end_ts").alias("ts"),
+            *_copy_fields("node_id", "message_id", "enq", "_acks", "_moved", "end_kind", "waiting")))
+        ).alias("_shared_copies"))
+    units = units.join(shared, ["root_node_id", "root_message_id", "queue"], "left").withColumn(
+        "_copies", F.when(col("_shared") == 1, col("_shared_copies")).otherwise(F.array(F.struct(
+            F.lit(None).cast("long").alias("ts"),
+            *_copy_fields("node_id", "message_id", "_enq", "acknowledged", "_moves", "_end", "waiting")))))
     # Every reference removed and followed elsewhere is a move, except that
     # when all of them were, the last one's REMOVED is how the delivery ended.
     moves = F.when(col("_moves") >= col("refs"), col("refs") - 1).otherwise(col("_moves"))
@@ -285,6 +298,17 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
                 "enqueued_events", "refs", "moves", "crossed", "acknowledged", "first_ack_ts", "last_ack_ts",
                 "redelivered", "status", "anomaly", "anomalies", "fate", "copy_of", "copies")
     )
+
+
+def _copy_fields(node_id: str, message_id: str, enqueued: str, acknowledged: str, moved: str, end_kind: str,
+                 waiting: str) -> list[Column]:
+    """A reference's entry in its delivery's `copies`, from the named columns
+    (a reference's in the grouping, a one-reference delivery's after it)."""
+    col = F.col
+    fate = F.when(col(moved) == 1, F.lit("MOVED")).otherwise(F.coalesce(
+        F.when(col(acknowledged) > 0, F.lit(ACKNOWLEDGED)), col(end_kind), F.when(col(waiting) == 1, F.lit(WAITING))))
+    return [col(node_id).alias("node_id"), col(message_id).alias("message_id"), col(enqueued).alias("enqueued"),
+            col(acknowledged).alias("acknowledged"), fate.alias("fate")]
 
 
 def bridge_traffic(refs: DataFrame, since: int, until: int) -> DataFrame:
