@@ -222,46 +222,21 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
         "_out", sf_out.cast("int")).withColumn(
         "_shared", (col("from_node_id").isNotNull() | col("_children").isNotNull()).cast("int"))
 
-    is_end_kept = col("end_kind").isNotNull() & (col("_moved") == 0)
-    units = r.groupBy("root_node_id", "root_message_id", "queue").agg(
-        F.count(F.lit(1)).alias("refs"),
-        F.sum("_moved").alias("_moves"),
-        F.sum("enq").alias("_enq"),
-        F.min("enqueued_ts").alias("enqueued_ts"),
-        F.max("enq_in_snapshot").alias("_in"),
-        F.first("address", ignorenulls=True).alias("address"),
-        F.sum("_acks").alias("acknowledged"),
-        F.min(F.when(col("_acks") > 0, col("first_ack_ts"))).alias("first_ack_ts"),
-        F.max(F.when(col("_acks") > 0, col("last_ack_ts"))).alias("last_ack_ts"),
-        F.sum("redelivered").alias("redelivered"),
-        F.max("waiting").alias("waiting"),
-        F.max("_out").alias("_out"),
-        F.max("visible").alias("_visible"),
-        F.coalesce(F.max_by(F.when(is_end_kept, col("end_kind")), F.when(is_end_kept, col("end_ts"))),
-                   F.max_by("end_kind", "end_ts")).alias("_end"),
-        # where it ended: the reference a consumer acknowledged, else the newest one
-        F.coalesce(F.max_by(F.when(col("_acks") > 0, col("node_id")), F.when(col("_acks") > 0, col("last_ack_ts"))),
-                   F.max_by("node_id", F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0)))).alias("node_id"),
-        F.coalesce(F.max_by(F.when(col("_acks") > 0, col("message_id")),
-                            F.when(col("_acks") > 0, col("last_ack_ts"))),
-                   F.max_by("message_id", F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0)))).alias("message_id"),
-        F.max((col("node_id") != col("root_node_id")).cast("int")).alias("_crossed"),
-        F.first("copy_of", ignorenulls=True).alias("copy_of"),
-        F.max("_shared").alias("_shared"),
-    )
-    # Every stored reference of the delivery, oldest first: an anomaly on two nodes names both. Only a
-    # reference that came from another or was followed elsewhere can share its delivery (any other is
-    # its own root, and nothing resolves to it), so only those are collected (a grouping of lists is
-    # the audit's dearest step); a delivery of one reference is that reference, from its own columns.
-    shared = r.filter(col("_shared") == 1).groupBy("root_node_id", "root_message_id", "queue").agg(
-        F.array_sort(F.collect_list(F.struct(
-            F.coalesce("enqueued_ts", "first_ack_ts", "end_ts").alias("ts"),
-            *_copy_fields("node_id", "message_id", "enq", "_acks", "_moved", "end_kind", "waiting")))
-        ).alias("_shared_copies"))
-    units = units.join(shared, ["root_node_id", "root_message_id", "queue"], "left").withColumn(
-        "_copies", F.when(col("_shared") == 1, col("_shared_copies")).otherwise(F.array(F.struct(
-            F.lit(None).cast("long").alias("ts"),
-            *_copy_fields("node_id", "message_id", "_enq", "acknowledged", "_moves", "_end", "waiting")))))
+    # A delivery's references: only one that came from another or was followed elsewhere can share its
+    # delivery (any other is its own root, and nothing resolves to it). Those are grouped; every other
+    # reference is a delivery of its own, its figures the same aggregates over one row, computed
+    # row by row (grouping half a million references was the audit's dearest step).
+    figures = _delivery_figures()
+    copy = F.struct(F.coalesce("enqueued_ts", "first_ack_ts", "end_ts").alias("ts"),
+                    *_copy_fields("node_id", "message_id", "enq", "_acks", "_moved", "end_kind", "waiting"))
+    keys = ["root_node_id", "root_message_id", "queue"]
+    grouped = r.filter(col("_shared") == 1).groupBy(*keys).agg(
+        *(agg.alias(name) for name, agg, _ in figures),
+        # every stored reference of the delivery, oldest first: an anomaly on two nodes names both
+        F.array_sort(F.collect_list(copy)).alias("_copies"))
+    alone = r.filter(col("_shared") == 0).select(
+        *keys, *(one.alias(name) for name, _, one in figures), F.array(copy).alias("_copies"))
+    units = grouped.unionByName(alone)
     # Every reference removed and followed elsewhere is a move, except that
     # when all of them were, the last one's REMOVED is how the delivery ended.
     moves = F.when(col("_moves") >= col("refs"), col("refs") - 1).otherwise(col("_moves"))
@@ -298,6 +273,55 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
                 "enqueued_events", "refs", "moves", "crossed", "acknowledged", "first_ack_ts", "last_ack_ts",
                 "redelivered", "status", "anomaly", "anomalies", "fate", "copy_of", "copies")
     )
+
+
+def _delivery_figures() -> list[tuple[str, Column, Column]]:
+    """(name, aggregate over a delivery's references, the same for a delivery
+    of one reference) for each figure of a delivery, over the columns
+    `deliveries` gives each reference. One definition for both, so the two
+    kinds of delivery cannot drift apart."""
+    col = F.col
+
+    def max_by(value: Column, order: Column) -> tuple[Column, Column]:
+        return F.max_by(value, order), F.when(order.isNotNull(), value)  # max_by skips a null order
+
+    def whole(agg, c: Column) -> tuple[Column, Column]:  # sum, min, max, first of one row: the row's value
+        return agg(c), c
+
+    def first(c: Column) -> tuple[Column, Column]:
+        return F.first(c, ignorenulls=True), c
+
+    def coalesce(*pairs: tuple[Column, Column]) -> tuple[Column, Column]:
+        return F.coalesce(*(a for a, _ in pairs)), F.coalesce(*(o for _, o in pairs))
+
+    acked = col("_acks") > 0
+    kept = col("end_kind").isNotNull() & (col("_moved") == 0)
+    newest = F.coalesce("enqueued_ts", "last_ack_ts", "end_ts", F.lit(0))
+    pairs = {
+        "refs": (F.count(F.lit(1)), F.lit(1).cast("long")),
+        "_moves": whole(F.sum, col("_moved").cast("long")),
+        "_enq": whole(F.sum, col("enq")),
+        "enqueued_ts": whole(F.min, col("enqueued_ts")),
+        "_in": whole(F.max, col("enq_in_snapshot")),
+        "address": first(col("address")),
+        "acknowledged": whole(F.sum, col("_acks").cast("long")),
+        "first_ack_ts": whole(F.min, F.when(acked, col("first_ack_ts"))),
+        "last_ack_ts": whole(F.max, F.when(acked, col("last_ack_ts"))),
+        "redelivered": whole(F.sum, col("redelivered")),
+        "waiting": whole(F.max, col("waiting")),
+        "_out": whole(F.max, col("_out")),
+        "_visible": whole(F.max, col("visible")),
+        "_end": coalesce(max_by(F.when(kept, col("end_kind")), F.when(kept, col("end_ts"))),
+                         max_by(col("end_kind"), col("end_ts"))),
+        # where it ended: the reference a consumer acknowledged, else the newest one
+        "node_id": coalesce(max_by(F.when(acked, col("node_id")), F.when(acked, col("last_ack_ts"))),
+                            max_by(col("node_id"), newest)),
+        "message_id": coalesce(max_by(F.when(acked, col("message_id")), F.when(acked, col("last_ack_ts"))),
+                               max_by(col("message_id"), newest)),
+        "_crossed": whole(F.max, (col("node_id") != col("root_node_id")).cast("int")),
+        "copy_of": first(col("copy_of")),
+    }
+    return [(name, agg, one) for name, (agg, one) in pairs.items()]
 
 
 def _copy_fields(node_id: str, message_id: str, enqueued: str, acknowledged: str, moved: str, end_kind: str,
