@@ -151,14 +151,16 @@ def roots(refs: DataFrame) -> DataFrame:
 
 
 def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, produced_in: Column | None = None,
-          report_nodes: list[str] | None = None) -> DataFrame:
+          report_nodes: list[str] | None = None, group_every_reference: bool = False) -> DataFrame:
     """One row per delivery produced in ``[since, until)`` (within the
     snapshot `produced_in`), plus the acknowledgements and redeliveries of
     messages with no ENQUEUED at all.
 
     `events`: every event read (the window and after it); `waiting_keys`:
     node_id, message_id, queue of the stored references; `report_nodes`: the
-    node ids whose stores are in the report (None: treat every target as in).
+    node ids whose stores are in the report (None: treat every target as in);
+    `group_every_reference`: the plain plan, every reference through the
+    grouping (the same figures, slower; tests compare the two).
     Columns: root_node_id, root_message_id, queue, address, node_id and
     message_id (where it ended), enqueued_ts, enqueued_events, refs, moves,
     crossed, acknowledged, first_ack_ts, last_ack_ts, redelivered, status,
@@ -167,7 +169,7 @@ def audit(events: DataFrame, since: int, until: int, waiting_keys: DataFrame, pr
     # Computed once: roots and deliveries read the references five times over, and a
     # checkpoint (kept while the result is in use) also spares the planner that whole tree in each.
     refs = references(events, since, waiting_keys, produced_in).localCheckpoint()
-    return deliveries(refs, since, until, roots(refs), report_nodes)
+    return deliveries(refs, since, until, roots(refs), report_nodes, group_every_reference)
 
 
 def copy_links(refs: DataFrame) -> DataFrame:
@@ -187,8 +189,8 @@ def copy_links(refs: DataFrame) -> DataFrame:
         F.min_by("_kind", F.abs(F.coalesce(col("_end_ts") - col("enqueued_ts"), F.lit(0)))).alias("copy_of"))
 
 
-def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, report_nodes: list[str] | None
-               ) -> DataFrame:
+def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, report_nodes: list[str] | None,
+               group_every_reference: bool = False) -> DataFrame:
     col = F.col
     copies = copy_links(refs)
     # Per message, the references that name it as their origin: `_children` is not null when it has any,
@@ -220,7 +222,8 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
     consumer_acks = F.when(is_sf, F.lit(0)).otherwise(col("acks"))
     r = r.withColumn("_acks", consumer_acks).withColumn("_moved", moved.cast("int")).withColumn(
         "_out", sf_out.cast("int")).withColumn(
-        "_shared", (col("from_node_id").isNotNull() | col("_children").isNotNull()).cast("int"))
+        "_shared", (F.lit(group_every_reference) | col("from_node_id").isNotNull() | col("_children").isNotNull()
+                    ).cast("int"))
 
     # A delivery's references: only one that came from another or was followed elsewhere can share its
     # delivery (any other is its own root, and nothing resolves to it). Those are grouped; every other

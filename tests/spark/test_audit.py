@@ -29,8 +29,9 @@ def classes(rows: dict) -> dict:
     return {k[1]: (r["status"], r["anomaly"], r["fate"]) for k, r in rows.items()}
 
 
-def test_every_kind_of_anomaly_and_every_explained_state(spark_session):
-    events = [
+def every_kind_events() -> list[tuple]:
+    """One message of every kind of anomaly and every explained state, on n1 (waiting: n1/7/a)."""
+    return [
         ev(ENQUEUED, T0, mid=1), ev(ACK, T0 + 5, mid=1, count=1),                       # exactly once
         ev(ENQUEUED, T0, mid=2), ev(ACK, T0 + 5, mid=2), ev(ACK, T0 + 6, mid=2),        # acknowledged twice
         ev(ENQUEUED, T0, mid=3), ev(ENQUEUED, T0, mid=3), ev(ACK, T0 + 5, mid=3),       # enqueued twice
@@ -45,6 +46,10 @@ def test_every_kind_of_anomaly_and_every_explained_state(spark_session):
         # an ack of a message accepted before the window: its ENQUEUED was not read, no anomaly
         ev(ACK, T0 + 5, mid=12, message_ts=T0 - 1000),
     ]
+
+
+def test_every_kind_of_anomaly_and_every_explained_state(spark_session):
+    events = every_kind_events()
     rows, audited = run(spark_session, events, waiting=[("n1", 7, "a")])
     assert classes(rows) == {
         1: ("EXACTLY_ONCE", None, "ACKNOWLEDGED"),
@@ -145,8 +150,9 @@ def test_a_message_forwarded_twice_and_delivered_twice_is_flagged(spark_session)
         ("nB", 501, 1, "ACKNOWLEDGED"), ("nB", 777, 1, "ACKNOWLEDGED")]
 
 
-def test_dead_letter_and_expiry_copies_are_linked_to_their_originals_and_counted_apart(spark_session):
-    events = [
+def dead_letter_events() -> list[tuple]:
+    """Dead-letter and expiry copies on nA, one of a message also forwarded to nB (waiting: nA/50 and nA/52 on DLQ)."""
+    return [
         # dead-lettered; its copy waits on DLQ
         ev(ENQUEUED, T0, node="nA", mid=1, address="orders"), ev(DEAD_LETTERED, T0 + 5, node="nA", mid=1, address="orders"),
         ev(ENQUEUED, T0 + 5, node="nA", mid=50, address="DLQ", came_from=("nA", 1)),
@@ -164,6 +170,10 @@ def test_dead_letter_and_expiry_copies_are_linked_to_their_originals_and_counted
         ev(DEAD_LETTERED, T0 + 7, node="nA", mid=3, address="news"),
         ev(ENQUEUED, T0 + 7, node="nA", mid=52, address="DLQ", came_from=("nA", 3)),
     ]
+
+
+def test_dead_letter_and_expiry_copies_are_linked_to_their_originals_and_counted_apart(spark_session):
+    events = dead_letter_events()
     rows, audited = run(spark_session, events, waiting=[("nA", 50, "DLQ"), ("nA", 52, "DLQ")],
                         report_nodes=["nA", "nB"])
     assert {k: (r["status"], r["fate"], r["copy_of"], r["message_id"]) for k, r in rows.items()} == {
@@ -182,8 +192,9 @@ def test_dead_letter_and_expiry_copies_are_linked_to_their_originals_and_counted
     assert c["explained_by_fate"]["waiting"] == 2
 
 
-def test_forwards_that_never_arrived(spark_session):
-    events = [
+def never_arrived_events() -> list[tuple]:
+    """Forwards from nA: confirmed by nB and not there, confirmed by nC (not in the report), waiting (nA/3)."""
+    return [
         # confirmed by nB, whose store is in the report, and not there: lost
         ev(ENQUEUED, T0, node="nA", mid=1, queue=SF_TO_B), ev(ACK, T0 + 1, node="nA", mid=1, queue=SF_TO_B),
         # confirmed by nC, whose store is not in the report: it left the report
@@ -192,6 +203,10 @@ def test_forwards_that_never_arrived(spark_session):
         # still waiting to be forwarded
         ev(ENQUEUED, T0, node="nA", mid=3, queue=SF_TO_B),
     ]
+
+
+def test_forwards_that_never_arrived(spark_session):
+    events = never_arrived_events()
     rows, _ = run(spark_session, events, waiting=[("nA", 3, SF_TO_B)], report_nodes=["nA", "nB"])
     assert classes(rows) == {
         1: ("ANOMALY", "NEVER_ACKNOWLEDGED", "UNACCOUNTED"),
@@ -200,9 +215,10 @@ def test_forwards_that_never_arrived(spark_session):
     }
 
 
-def test_a_scaled_down_message_is_followed_to_its_new_node(spark_session):
+def scaled_down_events() -> list[tuple]:
+    """Two messages scaled down from nA, one of them on to nC."""
     sd = "$.meshmq.sf.scale-down.nB"
-    events = [
+    return [
         ev(ENQUEUED, T0, node="nA", mid=1, queue="jobs"),
         ev(REMOVED, T0 + 10, node="nA", mid=1, queue="jobs"), ev(ENQUEUED, T0 + 10, node="nA", mid=1, queue=sd),
         ev(ACK, T0 + 12, node="nA", mid=1, queue=sd),
@@ -219,6 +235,10 @@ def test_a_scaled_down_message_is_followed_to_its_new_node(spark_session):
         ev(ENQUEUED, T0 + 31, node="nC", mid=5, queue="jobs", came_from=("nB", 901)),
         ev(ACK, T0 + 40, node="nC", mid=5, queue="jobs"),
     ]
+
+
+def test_a_scaled_down_message_is_followed_to_its_new_node(spark_session):
+    events = scaled_down_events()
     rows, audited = run(spark_session, events, report_nodes=["nA", "nB", "nC"])
     assert {k: (r["status"], r["node_id"], r["moves"], r["enqueued_events"]) for k, r in rows.items()} == {
         ("nA", 1, "jobs"): ("EXACTLY_ONCE", "nB", 1, 1),
@@ -246,3 +266,48 @@ def test_bridge_confirm_latency_per_link(spark_session):
     # from the store-and-forward ENQUEUED (not the message's acceptance) to the confirmation
     assert (row["node_id"], row["cluster_connection"], row["target_node_id"]) == ("nA", "cc", "nB")
     assert (row["count"], row["min_ms"], row["p50_ms"], row["max_ms"], row["mean_ms"]) == (2, 4, 7.0, 10, 7.0)
+
+
+def renamed(events: list[tuple], prefix: str) -> list[tuple]:
+    """`events` with every node id prefixed (also where a store-and-forward queue's name ends with its
+    target): event sets that share node ids and message ids, side by side."""
+    def queue(q: str) -> str:
+        if not q.startswith(audit.SF_PREFIX):
+            return q
+        head, _, target = q.rpartition(".")
+        return f"{head}.{prefix}{target}"
+    return [(e[0], prefix + e[1], *e[2:5], queue(e[5]), *e[6:10], None if e[10] is None else prefix + e[10], e[11])
+            for e in events]
+
+
+def test_a_delivery_of_one_reference_has_the_figures_the_grouping_gives(spark_session):
+    # Every shape at once: a lone reference of every state and anomaly, forwards (one delivered twice),
+    # dead-letter and expiry copies, moves down a chain. The audit groups only the references that can
+    # share a delivery and computes the others row by row; the plain plan groups them all.
+    events = (renamed(every_kind_events(), "k-") + renamed(forwarded(1, 501) + forwarded(2, 502), "f-")
+              + renamed(dead_letter_events(), "d-") + renamed(scaled_down_events(), "s-")
+              + renamed(never_arrived_events(), "n-")
+              + renamed(forwarded(1, 501) + [
+                  ev(ENQUEUED, T0 + 5, node="nB", mid=777, address="orders", queue="orders", came_from=("nA", 1)),
+                  ev(ACK, T0 + 6, node="nB", mid=777, address="orders", queue="orders")], "t-"))
+    waiting = [("k-n1", 7, "a"), ("d-nA", 50, "DLQ"), ("d-nA", 52, "DLQ"), ("n-nA", 3, "$.meshmq.sf.cc.n-nB")]
+    nodes = [p + n for p in ("k-", "f-", "d-", "s-", "t-", "n-") for n in ("n1", "nA", "nB", "nC")]
+    nodes.remove("n-nC")  # its forward left the report
+    frame = events_frame(spark_session, events)
+    keys = spark_session.createDataFrame(waiting, WAITING_SCHEMA)
+
+    def rows(group_every_reference: bool) -> dict:
+        audited = audit.audit(frame, T0, T0 + 10_000, keys, report_nodes=nodes,
+                              group_every_reference=group_every_reference)
+        return {(r["root_node_id"], r["root_message_id"], r["queue"]): r.asDict(recursive=True)
+                for r in audited.collect()}
+
+    fast, plain = rows(False), rows(True)
+    assert fast == plain
+    # 11 lone messages (the 12th was accepted before the window), 2 + 1 forwarded, 7 deliveries of the
+    # copies' set, 2 scaled down, 3 forwards that never arrived
+    assert len(fast) == 26
+    assert {r["status"] for r in fast.values()} == {"EXACTLY_ONCE", "EXPLAINED", "ANOMALY"}
+    assert fast["n-nA", 2, "$.meshmq.sf.cc.n-nC"]["fate"] == "FORWARDED"
+    assert [(c["node_id"], c["message_id"]) for c in fast["t-nA", 1, "orders"]["copies"]] == [
+        ("t-nB", 501), ("t-nB", 777)]
