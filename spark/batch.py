@@ -57,9 +57,13 @@ class TableWriter:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="parquet")
         self._pending: list[Future] = []
 
-    def write(self, name: str, frame: DataFrame, *, small: bool = True) -> DataFrame:
-        """Write `frame` now (one file when small) and return it cached for further use."""
-        frame = frame.persist()
+    def write(self, name: str, frame: DataFrame, *, small: bool = True, checkpoint: bool = False) -> DataFrame:
+        """Write `frame` now (one file when small) and return it cached for further use.
+
+        `checkpoint`: returned checkpointed instead, its plan cut to a leaf. Spark
+        analyses a frame's whole plan at every step built on it, cached or not:
+        on the audit's plan that took seconds per figure in a fresh JVM."""
+        frame = frame.localCheckpoint() if checkpoint else frame.persist()
         self.cached.append(frame)
         (frame.coalesce(1) if small else frame).write.mode("overwrite").parquet(str(self.root / name))
         return frame
@@ -85,5 +89,14 @@ class TableWriter:
 
     def release(self) -> None:
         for frame in self.cached:
-            frame.unpersist()
+            release(frame)
         self.cached.clear()
+
+
+def release(frame: DataFrame) -> None:
+    """Free what `frame` keeps: its cache, or the blocks of its local
+    checkpoint (which `unpersist` leaves to the JVM's garbage collector)."""
+    frame.unpersist()
+    plan = frame._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)

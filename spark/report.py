@@ -29,7 +29,7 @@ from pathlib import Path
 
 from spark import audit as audit_mod
 from spark import charts, html_report, metrics
-from spark.batch import TableWriter, collect_all
+from spark.batch import TableWriter, collect_all, release
 from spark.errors import AnalyticsError, explain
 from spark.jdbc import Store, parse_store_url
 from spark.store import (
@@ -170,9 +170,9 @@ def _plan(spark, nodes: list[NodeStore], out: Path, window: Window, partitions: 
     step("exactly-once audit")
     waiting_keys = waiting.join(queues.select("node_id", "queue_id", "queue"), ["node_id", "queue_id"])
     refs = audit_mod.references(events, since, waiting_keys, produced_in=snapshot_condition(nodes))
-    refs = refs.persist(StorageLevel.MEMORY_AND_DISK)
+    refs = refs.localCheckpoint()  # a leaf: the audit and the bridges build on it (TableWriter.write)
     audited = audit_mod.deliveries(refs, since, until, audit_mod.roots(refs), list(names))
-    audited = tables.write("audit", audited, small=False)
+    audited = tables.write("audit", audited, small=False, checkpoint=True)
     # Join first, then order: a join reshuffles rows, so ordering before it would be lost.
     offenders = tables.write("audit_offenders", audit_mod.offenders(audited.join(nodes_df, "node_id", "left")))
 
@@ -307,8 +307,8 @@ def _plan(spark, nodes: list[NodeStore], out: Path, window: Window, partitions: 
         "notes": notes,
     }
     tables.finish()
-    for frame in (audited, refs, waiting, queues, events):
-        frame.unpersist()
+    for frame in (refs, waiting, queues, events):
+        release(frame)
     summary["elapsed_s"] = round(time.monotonic() - started, 3)
     summary["outputs"] = {
         "summary": str(out / "summary.json"),
