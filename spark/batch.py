@@ -62,11 +62,19 @@ class TableWriter:
 
         `checkpoint`: returned checkpointed instead, its plan cut to a leaf. Spark
         analyses a frame's whole plan at every step built on it, cached or not:
-        on the audit's plan that took seconds per figure in a fresh JVM."""
+        on the audit's plan that took seconds per figure in a fresh JVM. A
+        checkpoint is computed before it returns, so it is written in the
+        background (on the core the driver's planning leaves idle)."""
         frame = frame.localCheckpoint() if checkpoint else frame.persist()
         self.cached.append(frame)
-        (frame.coalesce(1) if small else frame).write.mode("overwrite").parquet(str(self.root / name))
+        if checkpoint:
+            self._pending.append(self._pool.submit(self._write_frame, name, frame, small))
+        else:
+            self._write_frame(name, frame, small)  # the write fills the cache the caller reads next
         return frame
+
+    def _write_frame(self, name: str, frame: DataFrame, small: bool) -> None:
+        (frame.coalesce(1) if small else frame).write.mode("overwrite").parquet(str(self.root / name))
 
     def write_rows(self, name: str, rows: list[dict], frame: DataFrame) -> list[dict]:
         """Write `rows` (collected from `frame`, whose schema they keep) in the background; returns `rows`."""

@@ -154,6 +154,21 @@ def test_a_time_window_limits_the_counts_but_not_the_acks_that_close_them(spark_
     assert (s["audit"]["produced"], s["audit"]["exactly_once"]) == (40, 40)
 
 
+def test_a_report_leaves_nothing_stored_in_the_session(spark_session, sqlite_cluster, tmp_path):
+    """The report caches and checkpoints its big frames (the events, the
+    references, the audit) and frees them all when it is done, written: a
+    session that runs reports one after another (the bench, a notebook)
+    does not grow; the audit table, written in the background, is whole."""
+    jsc = spark_session.sparkContext._jsc
+    before = jsc.getPersistentRDDs().size()
+    urls = [sqlite_cluster["alpha"].url, sqlite_cluster["beta"].url]
+    s = run_report(spark_session, urls, tmp_path / "r")
+    assert jsc.getPersistentRDDs().size() == before
+    audit_rows = spark_session.read.parquet(str(tmp_path / "r" / "parquet" / "audit")).count()
+    copies = s["audit"]["copies"]
+    assert audit_rows == s["audit"]["produced"] + copies["dead_lettered"] + copies["expired"]
+
+
 def test_a_window_with_no_events_still_reports_the_backlog(spark_session, sqlite_cluster, tmp_path):
     alpha = sqlite_cluster["alpha"]
     later = alpha.workload.stopped_ms + 3_600_000
