@@ -205,6 +205,7 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
     target = F.substring_index(col("queue"), ".", -1)
     r = (
         refs.join(root_map, ["node_id", "message_id"], "left")
+        .withColumn("_rooted", col("root_node_id").isNotNull())  # the message came from another (any queue)
         .withColumn("root_node_id", F.coalesce("root_node_id", "node_id"))
         .withColumn("root_message_id", F.coalesce("root_message_id", "message_id"))
         .withColumn("_target", F.when(is_sf, target))
@@ -222,11 +223,12 @@ def deliveries(refs: DataFrame, since: int, until: int, root_map: DataFrame, rep
     consumer_acks = F.when(is_sf, F.lit(0)).otherwise(col("acks"))
     r = r.withColumn("_acks", consumer_acks).withColumn("_moved", moved.cast("int")).withColumn(
         "_out", sf_out.cast("int")).withColumn(
-        "_shared", (F.lit(group_every_reference) | col("from_node_id").isNotNull() | col("_children").isNotNull()
-                    ).cast("int"))
+        "_shared", (F.lit(group_every_reference) | col("_rooted") | col("_children").isNotNull()).cast("int"))
 
-    # A delivery's references: only one that came from another or was followed elsewhere can share its
-    # delivery (any other is its own root, and nothing resolves to it). Those are grouped; every other
+    # A delivery's references: only one of a message that came from another or that another came from
+    # can share its delivery (any other is its own root, and nothing resolves to it). Per message, not
+    # per reference: a reference whose own events name no origin (only an acknowledgement read) still
+    # has its message's root. Those are grouped; every other
     # reference is a delivery of its own, its figures the same aggregates over one row, computed
     # row by row (grouping half a million references was the audit's dearest step).
     figures = _delivery_figures()

@@ -287,11 +287,17 @@ def test_a_delivery_of_one_reference_has_the_figures_the_grouping_gives(spark_se
     events = (renamed(every_kind_events(), "k-") + renamed(forwarded(1, 501) + forwarded(2, 502), "f-")
               + renamed(dead_letter_events(), "d-") + renamed(scaled_down_events(), "s-")
               + renamed(never_arrived_events(), "n-")
+              # moved from nA's orders2 to nB, where the message's reference on orders2 has only its
+              # acknowledgement (no origin of its own): it still belongs to nA's delivery
+              + renamed([ev(ENQUEUED, T0, node="nA", mid=1, queue="orders2"),
+                         ev(REMOVED, T0 + 10, node="nA", mid=1, queue="orders2"),
+                         ev(ENQUEUED, T0 + 11, node="nB", mid=501, queue="orders", came_from=("nA", 1)),
+                         ev(ACK, T0 + 12, node="nB", mid=501, queue="orders2")], "e-")
               + renamed(forwarded(1, 501) + [
                   ev(ENQUEUED, T0 + 5, node="nB", mid=777, address="orders", queue="orders", came_from=("nA", 1)),
                   ev(ACK, T0 + 6, node="nB", mid=777, address="orders", queue="orders")], "t-"))
     waiting = [("k-n1", 7, "a"), ("d-nA", 50, "DLQ"), ("d-nA", 52, "DLQ"), ("n-nA", 3, "$.meshmq.sf.cc.n-nB")]
-    nodes = [p + n for p in ("k-", "f-", "d-", "s-", "t-", "n-") for n in ("n1", "nA", "nB", "nC")]
+    nodes = [p + n for p in ("k-", "f-", "d-", "s-", "t-", "n-", "e-") for n in ("n1", "nA", "nB", "nC")]
     nodes.remove("n-nC")  # its forward left the report
     frame = events_frame(spark_session, events)
     keys = spark_session.createDataFrame(waiting, WAITING_SCHEMA)
@@ -299,14 +305,18 @@ def test_a_delivery_of_one_reference_has_the_figures_the_grouping_gives(spark_se
     def rows(group_every_reference: bool) -> dict:
         audited = audit.audit(frame, T0, T0 + 10_000, keys, report_nodes=nodes,
                               group_every_reference=group_every_reference)
-        return {(r["root_node_id"], r["root_message_id"], r["queue"]): r.asDict(recursive=True)
-                for r in audited.collect()}
+        collected = audited.collect()
+        by_key = {(r["root_node_id"], r["root_message_id"], r["queue"]): r.asDict(recursive=True) for r in collected}
+        assert len(by_key) == len(collected)  # one row per delivery
+        return by_key
 
     fast, plain = rows(False), rows(True)
     assert fast == plain
     # 11 lone messages (the 12th was accepted before the window), 2 + 1 forwarded, 7 deliveries of the
-    # copies' set, 2 scaled down, 3 forwards that never arrived
-    assert len(fast) == 26
+    # copies' set, 2 scaled down, 3 forwards that never arrived, 2 of the moved message (orders2, orders)
+    assert len(fast) == 28
+    assert [(c["node_id"], c["message_id"]) for c in fast["e-nA", 1, "orders2"]["copies"]] == [
+        ("e-nA", 1), ("e-nB", 501)]
     assert {r["status"] for r in fast.values()} == {"EXACTLY_ONCE", "EXPLAINED", "ANOMALY"}
     assert fast["n-nA", 2, "$.meshmq.sf.cc.n-nC"]["fate"] == "FORWARDED"
     assert [(c["node_id"], c["message_id"]) for c in fast["t-nA", 1, "orders"]["copies"]] == [
