@@ -908,16 +908,30 @@ class Session:
 
     async def delete_temporary_queue(self, queue: str) -> None:
         """Delete the connection's temporary queue `queue` on this session's node
-        (TemporaryQueue.delete); one already gone there is no error."""
-        await self._wait_ready()
-        rid = next(self._ids)
-        fut = self._expect("temporary_queue_deleted", rid)
-        self.write(bpb.SessionRequest(delete_temporary_queue=bpb.DeleteTemporaryQueue(request_id=rid, queue=queue)))
-        try:
-            await self._wait(fut)
-        except MeshMQError as exc:
-            if exc.reason is not Reason.QUEUE_NOT_FOUND:
-                raise
+        (TemporaryQueue.delete); one already gone there is no error.
+
+        The caller has made sure none of the connection's consumers is open on
+        it (refuse_if_consumed on every holder). A consumer's close goes on its
+        own session's stream, unanswered, so a close just sent on another
+        session may not have reached the node yet: QUEUE_IN_USE is then asked
+        again until callTimeout, and raised after it."""
+        deadline = asyncio.get_running_loop().time() + self.options.callTimeout / 1000
+        pause = 0.005
+        while True:
+            await self._wait_ready()
+            rid = next(self._ids)
+            fut = self._expect("temporary_queue_deleted", rid)
+            self.write(bpb.SessionRequest(delete_temporary_queue=bpb.DeleteTemporaryQueue(request_id=rid, queue=queue)))
+            try:
+                await self._wait(fut)
+                return
+            except MeshMQError as exc:
+                if exc.reason is Reason.QUEUE_NOT_FOUND:
+                    return
+                if exc.reason is not Reason.QUEUE_IN_USE or asyncio.get_running_loop().time() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def forget_temporary_queue(self, queue: str) -> None:
         self._temporary_queues.pop(queue, None)

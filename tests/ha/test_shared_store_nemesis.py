@@ -95,7 +95,9 @@ async def test_kill_9_of_the_live_under_load_three_times_loses_and_doubles_nothi
             before = len(confirmed)
             await eventually(lambda: len(confirmed) >= before + 200, 30, "200 more confirmed sends")
             await asyncio.to_thread(live.kill9)
-            await eventually(lambda: answers(backup), 20, "the backup to take over")
+            # The lease's expiry and the recovery of a store under load: 20 s was once too short with
+            # the whole suite running on two cores (load average ~8); what this test checks is the data.
+            await eventually(lambda: answers(backup), 45, "the backup to take over")
             before = len(confirmed)
             await eventually(lambda: len(confirmed) >= before + 200, 30, "200 confirmed sends on the backup")
             await asyncio.to_thread(live.start)  # fails back: waits until the backup gives the store up
