@@ -297,16 +297,29 @@ export class Session extends EventEmitter {
     }
   }
 
-  /** @internal deletes the connection's temporary queue `queue` on this session's node; one gone there already is no error. */
+  /**
+   * @internal deletes the connection's temporary queue `queue` on this session's node; one gone there already is
+   * no error. The caller has made sure none of the connection's consumers is open on it; a consumer's close goes
+   * unanswered on its own session's stream, so a close just sent on another session may not have reached the node
+   * yet: QUEUE_IN_USE is asked again until callTimeout, and thrown after it (docs/protocol.md).
+   */
   async deleteTemporaryQueue(queue: string): Promise<void> {
-    await this.ready();
-    const id = this.newId();
-    const answer = this.expect(`r:${id}`, "delete_temporary_queue");
-    this.write({ delete_temporary_queue: { request_id: id, queue } });
-    try {
-      await answer;
-    } catch (e) {
-      if (!(e instanceof MeshMQError && e.reason === "QUEUE_NOT_FOUND")) throw e;
+    const deadline = Date.now() + this.options.callTimeout;
+    let pause = 5;
+    for (;;) {
+      await this.ready();
+      const id = this.newId();
+      const answer = this.expect(`r:${id}`, "delete_temporary_queue");
+      this.write({ delete_temporary_queue: { request_id: id, queue } });
+      try {
+        await answer;
+        return;
+      } catch (e) {
+        if (e instanceof MeshMQError && e.reason === "QUEUE_NOT_FOUND") return;
+        if (!(e instanceof MeshMQError && e.reason === "QUEUE_IN_USE") || Date.now() + pause > deadline) throw e;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      pause = Math.min(pause * 2, 100);
     }
   }
 
