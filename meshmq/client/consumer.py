@@ -34,7 +34,7 @@ class ConsumerSession(Protocol):
 
     def old_stream_settled(self) -> None: ...
 
-    def forget_consumer(self, consumer_id: int) -> None: ...
+    async def close_consumer(self, consumer: Consumer, *, on_node: bool, wait: bool = True) -> None: ...
 
 
 # How many handed messages a consumer remembers across a failover (its delivery counts).
@@ -327,17 +327,14 @@ class Consumer:
             nacks, self._nacks = self._nacks, []
             self._session.write(bpb.SessionRequest(nack=bpb.NackBatch(consumer_id=self.id, delivery_ids=nacks)))
 
-    async def close(self) -> None:
-        """Acks sent so far stand; anything delivered but not acknowledged is redelivered."""
+    async def close(self, *, wait: bool = True) -> None:
+        """Acks sent so far stand; anything delivered but not acknowledged is redelivered.
+        Returns once the node has it all back in the queue (a node speaking protocol 4;
+        Session._close_consumer); `wait` false (the session closing): at once."""
         if self._closed:
             return
         self._flush_acks()
         self._closed = True
         self._arrived.set()
-        if self._error is None and self._session.ready.is_set():
-            self._session.write(
-                bpb.SessionRequest(
-                    close_consumer=bpb.CloseConsumer(consumer_id=self.id, last_handed_delivery_id=self.last_handed)
-                )
-            )
-        self._session.forget_consumer(self.id)
+        # (A consumer the node refused or ended has nothing there to close.)
+        await self._session.close_consumer(self, on_node=self._error is None, wait=wait)

@@ -144,7 +144,7 @@ class _Members:
         self.settle_on_old_stream = session._settle_on_old_stream
         self.old_stream_settled = session._old_stream_settled
         self.forget_producer = session._forget_producer
-        self.forget_consumer = session._forget_consumer
+        self.close_consumer = session._close_consumer
 
     def note_transaction_work(self) -> None:
         """A send or an ack joined the open transaction."""
@@ -252,6 +252,7 @@ class Session:
             if not adopt:
                 self._opening = None
         stream.node_id, stream.session_id = resp.node_id, resp.session_id
+        stream.router_protocol = resp.protocol_version or 1
         if adopt:
             self.server = server
             self.node_id, self.session_id = resp.node_id, resp.session_id
@@ -575,6 +576,7 @@ class Session:
         left = self.server
         self.server = server
         self.node_id, self.session_id = stream.node_id, stream.session_id
+        self.router_protocol = stream.router_protocol
         waits = self._queue_creates()
         old.retiring = asyncio.create_task(self._retire(old))
         self.moves += 1
@@ -704,6 +706,7 @@ class Session:
                 "unsubscribed": getattr(body, "request_id", 0),
                 "temporary_queue_created": getattr(body, "request_id", 0),
                 "temporary_queue_deleted": getattr(body, "request_id", 0),
+                "consumer_closed": getattr(body, "consumer_id", 0),
             }.get(kind, 0)
             fut = self._calls.pop((kind, key), None)
             if fut is not None and not fut.done():
@@ -713,7 +716,7 @@ class Session:
         err = error_for(e.reason, e.message)
         candidates = []
         if e.consumer_id:
-            candidates.append(("consumer_created", e.consumer_id))
+            candidates += [("consumer_created", e.consumer_id), ("consumer_closed", e.consumer_id)]
         if e.producer_id:
             candidates.append(("producer_created", e.producer_id))
         if e.request_id:
@@ -911,10 +914,11 @@ class Session:
         (TemporaryQueue.delete); one already gone there is no error.
 
         The caller has made sure none of the connection's consumers is open on
-        it (refuse_if_consumed on every holder). A consumer's close goes on its
-        own session's stream, unanswered, so a close just sent on another
-        session may not have reached the node yet: QUEUE_IN_USE is then asked
-        again until callTimeout, and raised after it."""
+        it (refuse_if_consumed on every holder). On a node speaking protocol 4
+        their closes were answered before they returned, so QUEUE_IN_USE there
+        is another connection's consumer. A node below 4 does not answer a
+        close, and one just sent on another session may not have reached it
+        yet: QUEUE_IN_USE is then asked again until callTimeout, and raised after it."""
         deadline = asyncio.get_running_loop().time() + self.options.callTimeout / 1000
         pause = 0.005
         while True:
@@ -928,7 +932,8 @@ class Session:
             except MeshMQError as exc:
                 if exc.reason is Reason.QUEUE_NOT_FOUND:
                     return
-                if exc.reason is not Reason.QUEUE_IN_USE or asyncio.get_running_loop().time() + pause > deadline:
+                if (exc.reason is not Reason.QUEUE_IN_USE or self.router_protocol >= 4
+                        or asyncio.get_running_loop().time() + pause > deadline):
                     raise
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.1)
@@ -1005,8 +1010,33 @@ class Session:
         self._tx_work = self._rollback_only = False
         self._try_move()
 
-    def _forget_consumer(self, cid: int) -> None:
+    async def _close_consumer(self, consumer: Consumer, *, on_node: bool, wait: bool = True) -> None:
+        """Close `consumer` on the node (Consumer.close) and forget it here. A node
+        speaking protocol 4 answers once the consumer is gone from its queue and
+        what it held is back there, and this waits for it (callTimeout), as
+        Artemis's close blocks: another session's consumer, or a temporary
+        queue's delete, finds the queue as the close left it. A stream that
+        fails meanwhile ends the wait: its node gives back everything as the
+        session ends there. `wait` false (the session is closing): no answer
+        asked, the stream's end follows the close on the same stream."""
+        cid = consumer.id
         self._consumers.pop(cid, None)
+        if not on_node or self._failure is not None or not self._ready.is_set():
+            return  # (failing over: the consumer is not recreated on the next stream)
+        answered = wait and self.router_protocol >= 4
+        close = bpb.CloseConsumer(consumer_id=cid, last_handed_delivery_id=consumer.last_handed, answer=answered)
+        if not answered:
+            self.write(bpb.SessionRequest(close_consumer=close))
+            return
+        fut = self._expect("consumer_closed", cid)
+        self.write(bpb.SessionRequest(close_consumer=close))
+        try:
+            await self._wait(fut)
+        except UnblockedError:
+            pass  # the stream failed: nothing of the consumer is left on it
+        except MeshMQError:
+            if self._failure is None:
+                raise  # (no answer within callTimeout)
 
     def _forget_producer(self, pid: int) -> None:
         self._producers.pop(pid, None)
@@ -1025,9 +1055,10 @@ class Session:
         if self._failure is None and self._ready.is_set() and not recovering:
             self._flush_acks()
             # Each consumer closed with the last delivery it handed out, so the ones
-            # still in its buffer are not counted as attempts (docs/protocol.md 6.4).
+            # still in its buffer are not counted as attempts (docs/protocol.md 6.4);
+            # no answer awaited: the stream's end comes after the closes on it.
             for c in list(self._consumers.values()):
-                await c.close()
+                await c.close(wait=False)
             for p in list(self._producers.values()):
                 try:
                     await p.flush()

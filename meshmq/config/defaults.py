@@ -627,6 +627,6 @@ def effective_global_max_size(configured: int | None, memory: MemoryLimit | None
 # The session protocol (docs/protocol.md section 14): what this release speaks, and the oldest
 # client protocol a router accepts by default (min-client-protocol-version). Protocol 1 is every
 # client from before versions (it sends none); 2 is the first that says its version; 3 adds
-# connection ids and a connection's temporary queues.
-PROTOCOL_VERSION = 3
+# connection ids and a connection's temporary queues; 4 an answered CloseConsumer (a blocking close).
+PROTOCOL_VERSION = 4
 MIN_CLIENT_PROTOCOL_VERSION = 1

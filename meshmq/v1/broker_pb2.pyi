@@ -42,7 +42,7 @@ class SessionRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[OpenSession, _Mapping]] = ..., create_producer: _Optional[_Union[CreateProducer, _Mapping]] = ..., send: _Optional[_Union[SendBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., create_consumer: _Optional[_Union[CreateConsumer, _Mapping]] = ..., flow: _Optional[_Union[Flow, _Mapping]] = ..., ack: _Optional[_Union[AckBatch, _Mapping]] = ..., nack: _Optional[_Union[NackBatch, _Mapping]] = ..., close_consumer: _Optional[_Union[CloseConsumer, _Mapping]] = ..., close_producer: _Optional[_Union[CloseProducer, _Mapping]] = ..., commit: _Optional[_Union[TxRequest, _Mapping]] = ..., rollback: _Optional[_Union[TxRequest, _Mapping]] = ..., unsubscribe: _Optional[_Union[Unsubscribe, _Mapping]] = ..., create_temporary_queue: _Optional[_Union[CreateTemporaryQueue, _Mapping]] = ..., delete_temporary_queue: _Optional[_Union[DeleteTemporaryQueue, _Mapping]] = ...) -> None: ...
 
 class SessionResponse(_message.Message):
-    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect", "unsubscribed", "temporary_queue_created", "temporary_queue_deleted")
+    __slots__ = ("opened", "confirm", "consumer_created", "deliveries", "large_chunk", "tx_result", "error", "producer_created", "redirect", "unsubscribed", "temporary_queue_created", "temporary_queue_deleted", "consumer_closed")
     OPENED_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class SessionResponse(_message.Message):
     UNSUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     TEMPORARY_QUEUE_CREATED_FIELD_NUMBER: _ClassVar[int]
     TEMPORARY_QUEUE_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_CLOSED_FIELD_NUMBER: _ClassVar[int]
     opened: SessionOpened
     confirm: SendConfirm
     consumer_created: ConsumerCreated
@@ -67,7 +68,8 @@ class SessionResponse(_message.Message):
     unsubscribed: Unsubscribed
     temporary_queue_created: TemporaryQueueCreated
     temporary_queue_deleted: TemporaryQueueDeleted
-    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., unsubscribed: _Optional[_Union[Unsubscribed, _Mapping]] = ..., temporary_queue_created: _Optional[_Union[TemporaryQueueCreated, _Mapping]] = ..., temporary_queue_deleted: _Optional[_Union[TemporaryQueueDeleted, _Mapping]] = ...) -> None: ...
+    consumer_closed: ConsumerClosed
+    def __init__(self, opened: _Optional[_Union[SessionOpened, _Mapping]] = ..., confirm: _Optional[_Union[SendConfirm, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreated, _Mapping]] = ..., deliveries: _Optional[_Union[DeliveryBatch, _Mapping]] = ..., large_chunk: _Optional[_Union[LargeChunk, _Mapping]] = ..., tx_result: _Optional[_Union[TxResult, _Mapping]] = ..., error: _Optional[_Union[SessionError, _Mapping]] = ..., producer_created: _Optional[_Union[ProducerCreated, _Mapping]] = ..., redirect: _Optional[_Union[Redirect, _Mapping]] = ..., unsubscribed: _Optional[_Union[Unsubscribed, _Mapping]] = ..., temporary_queue_created: _Optional[_Union[TemporaryQueueCreated, _Mapping]] = ..., temporary_queue_deleted: _Optional[_Union[TemporaryQueueDeleted, _Mapping]] = ..., consumer_closed: _Optional[_Union[ConsumerClosed, _Mapping]] = ...) -> None: ...
 
 class Redirect(_message.Message):
     __slots__ = ("node_id", "connector", "reason")
@@ -302,14 +304,22 @@ class NackBatch(_message.Message):
     def __init__(self, consumer_id: _Optional[int] = ..., delivery_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CloseConsumer(_message.Message):
-    __slots__ = ("consumer_id", "last_handed_delivery_id", "keep_handed")
+    __slots__ = ("consumer_id", "last_handed_delivery_id", "keep_handed", "answer")
     CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_HANDED_DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
     KEEP_HANDED_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
     consumer_id: int
     last_handed_delivery_id: int
     keep_handed: bool
-    def __init__(self, consumer_id: _Optional[int] = ..., last_handed_delivery_id: _Optional[int] = ..., keep_handed: _Optional[bool] = ...) -> None: ...
+    answer: bool
+    def __init__(self, consumer_id: _Optional[int] = ..., last_handed_delivery_id: _Optional[int] = ..., keep_handed: _Optional[bool] = ..., answer: _Optional[bool] = ...) -> None: ...
+
+class ConsumerClosed(_message.Message):
+    __slots__ = ("consumer_id",)
+    CONSUMER_ID_FIELD_NUMBER: _ClassVar[int]
+    consumer_id: int
+    def __init__(self, consumer_id: _Optional[int] = ...) -> None: ...
 
 class TxRequest(_message.Message):
     __slots__ = ("request_id", "handed")

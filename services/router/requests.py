@@ -104,6 +104,8 @@ class CloseConsumer:
     last_handed: int | None = None
     # Moving to another node: keep the handed ones for their acks (until the session ends).
     keep_handed: bool = False
+    # Protocol 4: answer ConsumerClosed once it is done (the client's close blocks on it).
+    answer: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +200,7 @@ def _convert(req: bpb.SessionRequest, kind: str):
     if kind == "close_consumer":
         c = req.close_consumer
         last_handed = c.last_handed_delivery_id if c.HasField("last_handed_delivery_id") else None
-        return CloseConsumer(c.consumer_id, last_handed, c.keep_handed)
+        return CloseConsumer(c.consumer_id, last_handed, c.keep_handed, c.answer)
     if kind == "close_producer":
         return CloseProducer(req.close_producer.producer_id)
     if kind == "commit":

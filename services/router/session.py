@@ -601,6 +601,8 @@ class ServerSession:
         c = self._consumer(cmd.consumer_id, "close")
         if c is not None:
             self._close_consumer(c, cmd.last_handed, keep_handed=cmd.keep_handed)
+        if cmd.answer:  # (after the close: what it held is back in its queue)
+            self.send(bpb.SessionResponse(consumer_closed=bpb.ConsumerClosed(consumer_id=cmd.consumer_id)))
 
     def _close_consumer(self, c: ServerConsumer, last_handed: int | None = None, *, keep_handed: bool = False) -> None:
         """Detach `c` from its queue and give back what it holds; with `keep_handed`

@@ -6,6 +6,7 @@ or when the client process dies without closing anything."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -81,6 +82,28 @@ async def test_delete_is_refused_while_a_consumer_is_on_it(conn, shared_router):
         await tq.delete()  # twice: nothing more
         other = await session.create_temporary_queue()  # the connection goes on making them
         assert other.name != tq.name and await conn.admin.queue(other.name) is not None
+
+
+async def test_a_consumer_closed_on_one_session_is_gone_for_a_delete_sent_on_another(conn, shared_router):
+    """A consumer's close travels on its own session's stream, behind whatever
+    that session sent before it (here 3,000 sends not yet confirmed), while the
+    delete goes on the temporary queue's own session. The close returns only
+    once the router answered it (protocol 4), so the delete right after it is
+    never refused QUEUE_IN_USE — and the SDK no longer asks again on a router
+    speaking 4, so a close still on its way would fail this at once."""
+    async with await connect(shared_router.url) as requester:
+        tq = await (await requester.session()).create_temporary_queue()
+        busy = await requester.session()
+        consumer = await busy.create_consumer(tq)
+        producer = await busy.create_producer(f"busy.{tq.name}")  # (no queue there: dropped once routed)
+        for round_ in range(3):
+            sends = [await producer.send_async(b"x" * 200, durable=False) for _ in range(1000)]
+            await consumer.close()
+            await tq.delete()
+            assert await conn.admin.queue(tq.name) is None, f"round {round_}"
+            await asyncio.gather(*sends)
+            tq = await (await requester.session()).create_temporary_queue()
+            consumer = await busy.create_consumer(tq)
 
 
 async def test_two_connections_temporary_queues_are_apart_and_each_goes_with_its_own(conn, shared_router):

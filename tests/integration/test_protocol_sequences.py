@@ -113,6 +113,36 @@ async def test_window_zero_lets_one_message_through_per_flow_and_unseen_deliveri
         await s.quiet()
 
 
+async def test_a_close_that_asks_is_answered_once_what_the_consumer_held_is_back_in_its_queue(router):
+    """Protocol 4: `answer` on CloseConsumer gets ConsumerClosed after the
+    deliveries already sent, and by then the held messages are back in the
+    queue (a consumer on another session gets them, the unseen one uncounted);
+    a close of a consumer already closed is answered too, one never made is
+    refused with its id, and a close without `answer` gets nothing."""
+    queue = uniq("proto.close")
+    await produce(router, queue, [b"a", b"b"])
+    async with raw(router) as s, raw(router) as other:
+        await s.send(create_consumer=bpb.CreateConsumer(consumer_id=1, queue=queue, window_size=-1))
+        await s.expect("consumer_created")
+        held = []
+        while len(held) < 2:
+            held += (await s.expect("deliveries")).deliveries
+        await s.send(close_consumer=bpb.CloseConsumer(consumer_id=1, last_handed_delivery_id=1, answer=True))
+        assert (await s.expect("consumer_closed")).consumer_id == 1
+        await other.send(create_consumer=bpb.CreateConsumer(consumer_id=7, queue=queue, window_size=-1))
+        await other.expect("consumer_created")
+        again = []
+        while len(again) < 2:
+            again += (await other.expect("deliveries")).deliveries
+        assert [(d.message.body, d.delivery_count) for d in again] == [(b"a", 2), (b"b", 1)]
+        await s.send(close_consumer=bpb.CloseConsumer(consumer_id=1, answer=True))  # closed already
+        assert (await s.expect("consumer_closed")).consumer_id == 1
+        refused = await s.refused(close_consumer=bpb.CloseConsumer(consumer_id=9, answer=True))
+        assert (refused.reason, refused.consumer_id) == ("INVALID_REQUEST", 9)
+        await other.send(close_consumer=bpb.CloseConsumer(consumer_id=7))  # no answer asked: none comes
+        await other.quiet()
+
+
 async def test_a_transaction_commits_sends_and_acks_together_and_a_rollback_redelivers_after_its_answer(router):
     source, target = uniq("proto.tx.in"), uniq("proto.tx.out")
     await produce(router, source, [b"x", b"y"])

@@ -309,15 +309,17 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
     return this.closed;
   }
 
-  /** Closes the consumer: what it buffered unseen goes back uncounted (CloseConsumer.last_handed_delivery_id). */
-  async close(): Promise<void> {
+  /**
+   * Closes the consumer: what it buffered unseen goes back uncounted (CloseConsumer.last_handed_delivery_id).
+   * Resolves once the node has what it held back in the queue (a router speaking protocol 4, docs/protocol.md
+   * §6.5), as Artemis's close blocks; `wait` false (the session closing): at once.
+   */
+  async close(wait = true): Promise<void> {
     if (this.closed) return;
-    if (this.session.isOpen()) {
-      this.session.flushSettles();
-      this.session.write({ close_consumer: { consumer_id: this.id, last_handed_delivery_id: this.lastHanded } });
-    }
+    const onNode = this.error === null; // a consumer the node refused or ended has nothing there to close
+    const lastHanded = this.lastHanded;
     this.end(null);
     this.clearBuffer();
-    this.session.forgetConsumer(this.id);
+    await this.session.closeConsumer(this.id, lastHanded, onNode, wait);
   }
 }

@@ -13,7 +13,7 @@ import { ClientOptions } from "./options";
 
 /** The session protocol this SDK speaks (docs/protocol.md §14): a router whose
  * min-client-protocol-version is above it refuses it with UnsupportedVersionError. */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 import { Node, credentialsMetadata } from "./transport";
 import { Producer } from "./producer";
 import { Consumer, ConsumerOptions, ReceivedMessage } from "./consumer";
@@ -299,9 +299,10 @@ export class Session extends EventEmitter {
 
   /**
    * @internal deletes the connection's temporary queue `queue` on this session's node; one gone there already is
-   * no error. The caller has made sure none of the connection's consumers is open on it; a consumer's close goes
-   * unanswered on its own session's stream, so a close just sent on another session may not have reached the node
-   * yet: QUEUE_IN_USE is asked again until callTimeout, and thrown after it (docs/protocol.md).
+   * no error. The caller has made sure none of the connection's consumers is open on it; on a router speaking
+   * protocol 4 their closes were answered before they returned, so QUEUE_IN_USE there is another connection's
+   * consumer. A router below 4 does not answer a close, and one just sent on another session may not have reached
+   * it yet: QUEUE_IN_USE is then asked again until callTimeout, and thrown after it (docs/protocol.md §6.7).
    */
   async deleteTemporaryQueue(queue: string): Promise<void> {
     const deadline = Date.now() + this.options.callTimeout;
@@ -316,7 +317,8 @@ export class Session extends EventEmitter {
         return;
       } catch (e) {
         if (e instanceof MeshMQError && e.reason === "QUEUE_NOT_FOUND") return;
-        if (!(e instanceof MeshMQError && e.reason === "QUEUE_IN_USE") || Date.now() + pause > deadline) throw e;
+        const retry = e instanceof MeshMQError && e.reason === "QUEUE_IN_USE" && this.routerProtocol < 4;
+        if (!retry || Date.now() + pause > deadline) throw e;
       }
       await new Promise((resolve) => setTimeout(resolve, pause));
       pause = Math.min(pause * 2, 100);
@@ -517,8 +519,27 @@ export class Session extends EventEmitter {
 
   /** @internal */
   forgetProducer(id: number): void { this.producers.delete(id); }
-  /** @internal */
-  forgetConsumer(id: number): void { this.consumers.delete(id); }
+  /**
+   * @internal closes consumer `id` on the node and forgets it here. A router speaking protocol 4 answers once the
+   * consumer is off its queue and what it held is back (docs/protocol.md §6.5): this waits for it (callTimeout), so
+   * another session's consumer, or a temporary queue's delete, finds the queue as the close left it. A stream that
+   * fails meanwhile ends the wait: its node gives back everything as the session ends there.
+   */
+  async closeConsumer(id: number, lastHanded: number, onNode: boolean, wait: boolean): Promise<void> {
+    this.consumers.delete(id);
+    if (!onNode || !this.isOpen()) return;
+    this.flushSettles();
+    const answered = wait && this.routerProtocol >= 4;
+    const answer = answered ? this.expect(`x:${id}`, "close_consumer") : null;
+    this.write({ close_consumer: { consumer_id: id, last_handed_delivery_id: lastHanded, answer: answered } });
+    if (!answer) return;
+    try {
+      await answer;
+    } catch (e) {
+      if (e instanceof UnblockedError || this.failure) return; // the stream failed: nothing of it is left there
+      throw e; // no answer within callTimeout
+    }
+  }
 
   private dispatch(r: any, call: Call): void {
     if (call !== this.call) return;
@@ -557,6 +578,9 @@ export class Session extends EventEmitter {
       case "temporary_queue_deleted":
         this.settle(`r:${Number(r.temporary_queue_deleted.request_id)}`, null, r.temporary_queue_deleted);
         break;
+      case "consumer_closed":
+        this.settle(`x:${r.consumer_closed.consumer_id}`, null, r.consumer_closed);
+        break;
       case "error":
         this.onSessionError(r.error);
         break;
@@ -572,7 +596,7 @@ export class Session extends EventEmitter {
   private onSessionError(e: any): void {
     const err = errorFor(e.reason, e.message);
     const rid = Number(e.request_id);
-    if (e.consumer_id && this.settle(`c:${e.consumer_id}`, err)) return;
+    if (e.consumer_id && (this.settle(`c:${e.consumer_id}`, err) || this.settle(`x:${e.consumer_id}`, err))) return;
     if (e.producer_id && this.settle(`p:${e.producer_id}`, err)) return;
     if (rid && (this.settle(`t:${rid}`, err) || this.settle(`r:${rid}`, err))) return;
     if (e.consumer_id && this.consumers.has(e.consumer_id)) {
@@ -732,7 +756,7 @@ export class Session extends EventEmitter {
       this.releaseTemporaryQueues();
       return;
     }
-    for (const c of [...this.consumers.values()]) await c.close();
+    for (const c of [...this.consumers.values()]) await c.close(false); // the stream's end follows the closes
     this.flushProducers();
     this.flushSettles();
     this.state = "closing";

@@ -124,8 +124,31 @@ test.describe("one router", () => {
     }
   });
 
+  test("a consumer closed on one session is gone for a delete sent on another, right after (protocol 4)", async () => {
+    // The close travels behind 1,000 unconfirmed sends on its own session; the delete goes on the
+    // queue's anchor session. close() resolves once the router answered it, and on a router speaking
+    // 4 the SDK does not ask again on QUEUE_IN_USE: a close still on its way would fail this at once.
+    const conn = await m.connect(router.url);
+    try {
+      const busy = await conn.createSession();
+      for (let round = 0; round < 3; round++) {
+        const tq = await conn.createTemporaryQueue();
+        const c = await busy.createConsumer(tq);
+        const p = await busy.createProducer(`busy.${tq.name}`); // (no queue there: dropped once routed)
+        const confirms = [];
+        for (let i = 0; i < 1000; i++) confirms.push((await p.sendAsync("x".repeat(200), { durable: false })).confirmed);
+        await c.close();
+        await tq.delete();
+        assert.equal(await queueInfo(router, tq.name), undefined, `round ${round}`);
+        await Promise.all(confirms);
+      }
+    } finally {
+      await conn.close();
+    }
+  });
+
   test("a router speaking a protocol below 3 is refused with UnsupportedVersionError", async () => {
-    assert.equal(m.PROTOCOL_VERSION, 3);
+    assert.equal(m.PROTOCOL_VERSION, 4);
     const conn = await m.connect(router.url);
     try {
       const s = await conn.createSession();
