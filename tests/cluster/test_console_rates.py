@@ -89,12 +89,18 @@ async def test_the_console_charts_the_rates_and_the_api_docs_work_offline(launch
             cli = _cli_queue(n2, ADDRESS)
             assert (cli["added"], cli["delivered"], cli["acked"]) == (str(SENT),) * 3
 
+            links_seen: list = []
+
             def link_counted():
                 links = api.get("/api/v1/nodes/n1/links/rates").json()
+                links_seen[:] = [(v["link"], _totals(v)) for v in links]
                 to_n2 = [v for v in links if v["link"].endswith("-> n2")]
                 return len(to_n2) == 1 and _totals(to_n2[0])["forwarded"] == SENT
 
-            await eventually(link_counted, 30, "the link n1 -> n2 to count every message forwarded")
+            try:
+                await eventually(link_counted, 30, "the link n1 -> n2 to count every message forwarded")
+            except TimeoutError:
+                raise AssertionError(f"n1's links after 30 s: {links_seen} ({SENT} sent)") from None
 
         def steps(page) -> None:
             from playwright.sync_api import expect
