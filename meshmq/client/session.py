@@ -916,7 +916,7 @@ class Session:
         The caller has made sure none of the connection's consumers is open on
         it (refuse_if_consumed on every holder). On a node speaking protocol 4
         their closes were answered before they returned, so QUEUE_IN_USE there
-        is another connection's consumer. A node below 4 does not answer a
+        is not a close still on its way and is raised at once. A node below 4 does not answer a
         close, and one just sent on another session may not have reached it
         yet: QUEUE_IN_USE is then asked again until callTimeout, and raised after it."""
         deadline = asyncio.get_running_loop().time() + self.options.callTimeout / 1000

@@ -300,8 +300,8 @@ export class Session extends EventEmitter {
   /**
    * @internal deletes the connection's temporary queue `queue` on this session's node; one gone there already is
    * no error. The caller has made sure none of the connection's consumers is open on it; on a router speaking
-   * protocol 4 their closes were answered before they returned, so QUEUE_IN_USE there is another connection's
-   * consumer. A router below 4 does not answer a close, and one just sent on another session may not have reached
+   * protocol 4 their closes were answered before they returned, so QUEUE_IN_USE there is not a close still on its
+   * way and is thrown at once. A router below 4 does not answer a close, and one just sent on another session may not have reached
    * it yet: QUEUE_IN_USE is then asked again until callTimeout, and thrown after it (docs/protocol.md §6.7).
    */
   async deleteTemporaryQueue(queue: string): Promise<void> {
