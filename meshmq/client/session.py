@@ -1024,18 +1024,16 @@ class Session:
         if not on_node or self._failure is not None or not self._ready.is_set():
             return  # (failing over: the consumer is not recreated on the next stream)
         answered = wait and self.router_protocol >= 4
-        close = bpb.CloseConsumer(consumer_id=cid, last_handed_delivery_id=consumer.last_handed, answer=answered)
-        if not answered:
-            self.write(bpb.SessionRequest(close_consumer=close))
+        fut = self._expect("consumer_closed", cid) if answered else None
+        self.write(bpb.SessionRequest(close_consumer=bpb.CloseConsumer(
+            consumer_id=cid, last_handed_delivery_id=consumer.last_handed, answer=answered)))
+        if fut is None:
             return
-        fut = self._expect("consumer_closed", cid)
-        self.write(bpb.SessionRequest(close_consumer=close))
         try:
             await self._wait(fut)
-        except UnblockedError:
-            pass  # the stream failed: nothing of the consumer is left on it
-        except MeshMQError:
-            if self._failure is None:
+        except MeshMQError as exc:
+            # The stream failed or the session did: nothing of the consumer is left on it.
+            if not isinstance(exc, UnblockedError) and self._failure is None:
                 raise  # (no answer within callTimeout)
 
     def _forget_producer(self, pid: int) -> None:
