@@ -5,14 +5,13 @@ failover, and nothing confirmed is lost or delivered twice."""
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 
 import pytest
 
 from meshmq.client.blocking import connect as blocking_connect
 from tests.fixtures.nodes import wait_for
-from tests.ha.test_replication import pair, syncs
+from tests.ha.test_replication import pair, stored_messages, syncs
 from tests.ha.test_shared_store import QUEUE
 
 from .conftest import b64, body
@@ -26,17 +25,6 @@ FAILOVER_OPTIONS = "randomize=false&initialReconnectDelay=100&maxReconnectDelay=
 def queue_count(url: str) -> int:
     with blocking_connect(url) as conn:
         return conn.admin.queue(QUEUE).message_count
-
-
-def stored_messages(node) -> int | None:
-    """How many messages `node`'s own journal holds (a passive backup's copy included:
-    it answers no management call), or None while its writer holds the file."""
-    try:
-        with sqlite3.connect(f"file:{node.workdir / f'{node.name}-data' / 'journal.db'}?mode=ro", uri=True,
-                             timeout=0.5) as db:
-            return db.execute("SELECT count(*) FROM messages").fetchone()[0]
-    except sqlite3.OperationalError:
-        return None
 
 
 def test_after_a_kill_9_of_the_live_every_confirmed_message_arrives_once_from_the_backup(driver, nodes, etcd_session):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 
 import pytest
 
@@ -49,6 +50,19 @@ IN_SYNC = "replication: backup is in sync"
 def syncs(primary) -> int:
     """How many times a backup became in sync with `primary` (its log spans its restarts)."""
     return primary.log_path.read_text().count(IN_SYNC)
+
+
+def stored_messages(node) -> int | None:
+    """How many messages `node`'s own journal holds — a passive backup's copy too, which
+    answers no management call: an ack is in the copy only once the live has stored and
+    streamed it (the live's queue count drops before either) — or None while the node's
+    writer holds the file."""
+    try:
+        with sqlite3.connect(f"file:{node.workdir / f'{node.name}-data' / 'journal.db'}?mode=ro", uri=True,
+                             timeout=0.5) as db:
+            return db.execute("SELECT count(*) FROM messages").fetchone()[0]
+    except sqlite3.OperationalError:
+        return None
 
 
 async def in_sync(primary, backup, after: int = 0) -> None:
@@ -245,7 +259,6 @@ async def test_kill_9_of_the_primary_during_the_backups_copy_keeps_every_message
 async def test_event_retention_on_the_primary_prunes_the_backups_copy_too(nodes, etcd):
     """The prune is an append like any other: the backup applies the same one,
     so its copy keeps the same events and says where they start."""
-    import sqlite3
 
     primary, backup = pair(nodes, etcd, journal="journal: {event-retention: 5000, event-retention-scan-period: 200}")
     await in_sync(primary, backup)
