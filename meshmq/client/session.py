@@ -222,13 +222,23 @@ class Session:
             self._opening = call  # its reader's "opened" and its end reach this opening (_dispatch_aside)
         opened = self._expect("opened", 0)
         stream = _Stream(call, outq)
+        timeout_ms = self.options.callTimeout if timeout_ms is None else timeout_ms
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
         try:
             try:
-                await call.write(
+                # Bounded too: a frozen node accepts the TCP connection but never answers
+                # HTTP/2's handshake, and the write would wait for gRPC's connect timeout.
+                await wait_for(call.write(
                     bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted,
                                                             protocol_version=defaults.PROTOCOL_VERSION,
                                                             connection_id=self._host.connection_id))
-                )
+                ), timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                self._calls.pop(("opened", 0), None)
+                call.cancel()
+                raise ConnectionFailedError(f"no answer from the router at {server.target} within {timeout_ms} ms") \
+                    from None
             except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
                 self._calls.pop(("opened", 0), None)
                 call.cancel()
@@ -242,11 +252,16 @@ class Session:
             if adopt:
                 self._tasks = stream.tasks
             try:
-                resp = await self._wait(opened, timeout_ms)
+                try:
+                    resp = await wait_for(opened, max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    raise ConnectionFailedError(
+                        f"no answer from the router at {server.target} within {timeout_ms} ms") from None
             except BaseException:
-                if not adopt:
-                    self._calls.pop(("opened", 0), None)
-                    stream.discard()
+                # Unanswered in time (a frozen node) or refused: the stream goes now, not
+                # when the node wakes and opens a session nobody will use.
+                self._calls.pop(("opened", 0), None)
+                stream.discard()
                 raise
         finally:
             if not adopt:
@@ -268,6 +283,8 @@ class Session:
 
     async def _wait(self, fut: asyncio.Future, timeout_ms: int | None = None):
         timeout_ms = self.options.callTimeout if timeout_ms is None else timeout_ms
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
         try:
             return await wait_for(fut, timeout_ms / 1000)
         except asyncio.TimeoutError:
@@ -438,17 +455,26 @@ class Session:
         # A candidate that does not answer within a check period is as silent as one that
         # misses a ping (a frozen node, a partition): the round moves on instead of waiting callTimeout.
         period = self.options.clientFailureCheckPeriod
-        await self._start_stream(server, self.options.callTimeout if period == -1 else min(self.options.callTimeout, period))
-        for name, spec in self._volatile_queues.items():
-            try:
-                await self._host.admin(self.server).create_queue(name, **spec)
-            except QueueExistsError:
-                pass  # a node that kept it (the same node after a transient break)
-        waits = self._queue_creates()
-        self._ready.set()
-        for p in self._producers.values():
-            p._send_again()
-        await self._await_creates(waits)
+        stream = await self._start_stream(
+            server, self.options.callTimeout if period == -1 else min(self.options.callTimeout, period))
+        try:
+            for name, spec in self._volatile_queues.items():
+                try:
+                    await self._host.admin(self.server).create_queue(name, **spec)
+                except QueueExistsError:
+                    pass  # a node that kept it (the same node after a transient break)
+            waits = self._queue_creates()
+            self._ready.set()
+            for p in self._producers.values():
+                p._send_again()
+            await self._await_creates(waits)
+        except MeshMQError as exc:
+            # The attempt failed on a stream that is still open (an answer that never came,
+            # a create refused): it is lost like any other, at once — left open, its consumers
+            # would hold messages nobody reads, and what it handed could be acked on the next.
+            if self._call is stream.call and not stream.call.done():
+                self._unblock(exc)
+            raise
 
     def _queue_creates(self) -> list[tuple[Producer | Consumer | TemporaryQueue, asyncio.Future]]:
         """Queue this session's temporary queues, producers and consumers on its

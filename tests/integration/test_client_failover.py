@@ -215,3 +215,52 @@ async def test_closing_a_session_while_it_fails_over_ends_its_unconfirmed_sends(
         assert events == [FailoverEventType.FAILURE_DETECTED, FailoverEventType.FAILOVER_FAILED]
     finally:
         await conn.close()
+
+
+
+async def test_a_failover_attempt_that_times_out_leaves_no_session_on_the_slow_node(nodes, caplog):
+    """A candidate that does not answer within the attempt's time (here callTimeout: a
+    link with a second's delay each way) is given up for the next one, and its stream
+    goes with it: the slow node, reading the open late, closes that session at once
+    instead of keeping one nobody uses (whose consumers would hold messages nobody reads)."""
+    import logging
+
+    from tests.fixtures.tcp_proxy import TcpProxy
+
+    caplog.set_level(logging.INFO, logger="meshmq.client")
+    a, b, c = (nodes.router(n, extra=on_port(free_port())) for n in ("ta", "tb", "tc"))
+    slow = TcpProxy(b.endpoint, delay=1.0).start()
+    # No keep-alive (clientFailureCheckPeriod=-1): the slow link stays up; an attempt waits callTimeout.
+    url = (f"failover:(meshmq://{a.endpoint},meshmq://{slow.endpoint},meshmq://{c.endpoint})?randomize=false"
+           "&initialReconnectDelay=100&maxReconnectDelay=200&clientFailureCheckPeriod=-1&callTimeout=1000")
+    conn = await connect(url)
+    events = []
+    conn.add_failover_listener(lambda event, err: events.append(event))
+    try:
+        session = await conn.session()
+        assert session.node_id == a.info["node_id"]
+        consumer = await session.create_consumer(QUEUE)
+        producer = await session.create_producer(QUEUE)
+        await asyncio.to_thread(a.kill9)
+        await eventually(lambda: events, 10, "the failure to be seen")  # (a send before it would be unblocked)
+        await producer.send(b"on c")  # waits out the failover: a is dead, b too slow, c answers
+        assert session.node_id == c.info["node_id"]
+        assert (await consumer.receive(5)).body == b"on c"
+        timed_out = [r.getMessage() for r in caplog.records
+                     if slow.endpoint in r.getMessage() and "no answer from the router" in r.getMessage()]
+        assert timed_out, "no attempt on b timed out"
+        async with await connect(b.url) as watcher:
+            counts = []
+
+            async def none_left() -> bool:
+                counts.append(sum(x.session_count for x in await watcher.admin.list_connections()))
+                return counts[-1] == 0
+
+            try:
+                await eventually(none_left, 10, "b to hold no session")
+            except TimeoutError:
+                raise AssertionError(f"b holds {counts[-1]} sessions after {len(timed_out)} attempts there "
+                                     "timed out") from None
+    finally:
+        await conn.close()
+        slow.close()
