@@ -227,8 +227,8 @@ class Session:
         deadline = loop.time() + timeout_ms / 1000
         try:
             try:
-                # Bounded too: a frozen node accepts the TCP connection but never answers
-                # HTTP/2's handshake, and the write would wait for gRPC's connect timeout.
+                # Bounded too: a node that accepted the TCP connection but froze before
+                # HTTP/2's handshake could hold the write past the attempt's time.
                 await wait_for(call.write(
                     bpb.SessionRequest(open=bpb.OpenSession(client_id=self.options.clientID, transacted=self.transacted,
                                                             protocol_version=defaults.PROTOCOL_VERSION,
@@ -283,8 +283,6 @@ class Session:
 
     async def _wait(self, fut: asyncio.Future, timeout_ms: int | None = None):
         timeout_ms = self.options.callTimeout if timeout_ms is None else timeout_ms
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
         try:
             return await wait_for(fut, timeout_ms / 1000)
         except asyncio.TimeoutError:

@@ -48,9 +48,9 @@ def test_after_a_kill_9_of_the_live_every_confirmed_message_arrives_once_from_th
         m = driver.request("receive", consumer=consumer, timeout_ms=5000)["message"]
         assert body(m) == str(i).encode() and m["properties"]["phase"] == 1
         driver.request("ack", message=m["handle"])
-    # Acks have no answer, and one the live has applied but not yet streamed to its backup
-    # dies with it: its message comes again (docs/client-failover.md). Wait until the backup's
-    # copy holds the 40 acks (60 messages left), so none of the 40 may come again.
+    # Acks have no answer, and one the live has applied but not yet stored and streamed to
+    # its backup dies with it: its message comes again (docs/client-failover.md). Wait until
+    # the backup's copy holds the 40 acks (60 messages left), so none of the 40 may come again.
     wait_for(lambda: stored_messages(backup) == 60, 10, "the backup's copy to hold the first 40 acks")
 
     for i in range(5):

@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -58,8 +59,8 @@ def stored_messages(node) -> int | None:
     streamed it (the live's queue count drops before either) — or None while the node's
     writer holds the file."""
     try:
-        with sqlite3.connect(f"file:{node.workdir / f'{node.name}-data' / 'journal.db'}?mode=ro", uri=True,
-                             timeout=0.5) as db:
+        with closing(sqlite3.connect(f"file:{node.workdir / f'{node.name}-data' / 'journal.db'}?mode=ro",
+                                     uri=True, timeout=0.5)) as db:
             return db.execute("SELECT count(*) FROM messages").fetchone()[0]
     except sqlite3.OperationalError:
         return None
