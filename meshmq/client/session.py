@@ -225,6 +225,7 @@ class Session:
         timeout_ms = self.options.callTimeout if timeout_ms is None else timeout_ms
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
+        unanswered = ConnectionFailedError(f"no answer from the router at {server.target} within {timeout_ms} ms")
         try:
             try:
                 # Bounded too: a node that accepted the TCP connection but froze before
@@ -237,8 +238,7 @@ class Session:
             except asyncio.TimeoutError:
                 self._calls.pop(("opened", 0), None)
                 call.cancel()
-                raise ConnectionFailedError(f"no answer from the router at {server.target} within {timeout_ms} ms") \
-                    from None
+                raise unanswered from None
             except grpc.RpcError as exc:  # never reached the node (e.g. its TLS handshake failed): a typed error
                 self._calls.pop(("opened", 0), None)
                 call.cancel()
@@ -255,8 +255,7 @@ class Session:
                 try:
                     resp = await wait_for(opened, max(0.0, deadline - loop.time()))
                 except asyncio.TimeoutError:
-                    raise ConnectionFailedError(
-                        f"no answer from the router at {server.target} within {timeout_ms} ms") from None
+                    raise unanswered from None
             except BaseException:
                 # Unanswered in time (a frozen node) or refused: the stream goes now, not
                 # when the node wakes and opens a session nobody will use.
