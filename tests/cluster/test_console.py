@@ -6,41 +6,19 @@ it. Screenshots of each step go to test-artifacts/console/ (kept after the run).
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 import pytest
 
 from meshmq.client import connect
 from meshmq.launcher import LocalCluster, load_cluster_spec
+from tests.fixtures.browser import CHROMIUM, browser_session
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 SYMMETRIC_3 = ROOT / "deploy" / "local" / "symmetric-3.yaml"
 ARTIFACTS = ROOT / "test-artifacts" / "console"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Headless on a closed network: no background fetches that the machine would refuse.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-WAIT_MS = 20_000
-
-
-def _browser_session(url: str, steps) -> None:
-    """Run `steps(page)` in a fresh headless chromium (sync Playwright, on a thread)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(WAIT_MS)
-            page.goto(url)
-            steps(page)
-        finally:
-            browser.close()
-
-
 async def test_the_console_shows_the_cluster_and_operates_a_queue(launched):
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed (scripts/setup.sh --test installs it)"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -98,7 +76,7 @@ async def test_the_console_shows_the_cluster_and_operates_a_queue(launched):
         page.screenshot(path=str(ARTIFACTS / "5-purged.png"), full_page=True)
         sent.set()
 
-    await asyncio.to_thread(_browser_session, console, steps)
+    await asyncio.to_thread(browser_session, console, steps)
     assert sent.is_set()
     # What the browser did is what the node holds.
     async with await connect(f"meshmq://{n1}?useTopologyForLoadBalancing=false") as conn:

@@ -23,7 +23,8 @@ import pytest
 
 from meshmq.client import connect
 from meshmq.launcher import LocalCluster, load_cluster_spec
-from tests.cluster.test_console import ARTIFACTS, ROOT, SYMMETRIC_3, _browser_session
+from tests.cluster.test_console import ARTIFACTS, ROOT, SYMMETRIC_3
+from tests.fixtures.browser import browser_session
 from tests.cluster.test_console_operations import cli
 
 pytestmark = pytest.mark.integration
@@ -107,7 +108,7 @@ async def test_the_console_shows_settings_links_and_the_last_verify_run_as_the_c
         expect(article.locator("table.links tbody tr")).to_have_count(2)
         page.screenshot(path=str(ARTIFACTS / "config-3-cluster-connections.png"), full_page=True)
 
-    await asyncio.to_thread(_browser_session, console, steps)
+    await asyncio.to_thread(browser_session, console, steps)
 
     # meshmq verify with a node paused and etcd restarted: it passes and posts its report.
     report_file = tmp_path / "report.json"
@@ -145,4 +146,4 @@ async def test_the_console_shows_settings_links_and_the_last_verify_run_as_the_c
         expect(page.locator("#faults tbody tr")).to_have_count(len(last["faults"]))
         page.screenshot(path=str(ARTIFACTS / "config-4-verify.png"), full_page=True)
 
-    await asyncio.to_thread(_browser_session, console, verify_steps)
+    await asyncio.to_thread(browser_session, console, verify_steps)

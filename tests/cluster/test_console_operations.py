@@ -21,7 +21,8 @@ from meshmq.client import connect
 from meshmq.errors import MeshMQError
 from meshmq.launcher import LocalCluster, load_cluster_spec
 from meshmq.routing_names import INTERNAL_PREFIX
-from tests.cluster.test_console import ARTIFACTS, SYMMETRIC_3, _browser_session
+from tests.cluster.test_console import ARTIFACTS, SYMMETRIC_3
+from tests.fixtures.browser import browser_session
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +140,7 @@ async def test_the_console_lists_and_closes_connections_and_operates_queues_as_t
         page.screenshot(path=str(ARTIFACTS / "ops-3-node-memory.png"), full_page=True)
 
     try:
-        await asyncio.to_thread(_browser_session, console, steps)
+        await asyncio.to_thread(browser_session, console, steps)
         with pytest.raises(MeshMQError):
             await consumer.receive(5)
     finally:

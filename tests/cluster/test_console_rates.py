@@ -19,7 +19,8 @@ import pytest
 
 from meshmq.client import connect
 from meshmq.launcher import LocalCluster, load_cluster_spec
-from tests.cluster.test_console import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, SYMMETRIC_3, WAIT_MS
+from tests.cluster.test_console import ARTIFACTS, SYMMETRIC_3
+from tests.fixtures.browser import CHROMIUM, browser_session
 from tests.fixtures.nodes import eventually
 
 pytestmark = pytest.mark.integration
@@ -151,18 +152,5 @@ async def test_the_console_charts_the_rates_and_the_api_docs_work_offline(launch
             page.screenshot(path=str(ARTIFACTS / "api-docs-offline.png"), full_page=False)
             assert refused == [], refused
 
-        def session() -> None:
-            from playwright.sync_api import sync_playwright
-
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                try:
-                    page = browser.new_page(viewport={"width": 1280, "height": 900})
-                    page.set_default_timeout(WAIT_MS)
-                    page.goto(base + "/")
-                    steps(page)
-                finally:
-                    browser.close()
-
-        await asyncio.to_thread(session)
+        await asyncio.to_thread(browser_session, base + "/", steps)
     assert (ARTIFACTS / "rates-overview.png").stat().st_size > 10_000

@@ -15,7 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from meshmq.client import connect
 from meshmq.launcher import LocalCluster, load_cluster_spec
-from tests.cluster.test_console import ARTIFACTS, CHROMIUM, SYMMETRIC_3, _browser_session
+from tests.cluster.test_console import ARTIFACTS, SYMMETRIC_3
+from tests.fixtures.browser import CHROMIUM, browser_session
 from tests.fixtures.nodes import eventually
 
 pytestmark = pytest.mark.integration
@@ -109,4 +110,4 @@ async def test_a_killed_node_keeps_its_last_state_and_its_queues_show_unreachabl
         expect(page.locator("#stale")).to_contain_text("down since")
 
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed (scripts/setup.sh --test installs it)"
-    await asyncio.to_thread(_browser_session, gateway + "/", steps)
+    await asyncio.to_thread(browser_session, gateway + "/", steps)

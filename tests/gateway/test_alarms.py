@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from meshmq.client import connect
-from tests.cluster.test_console import ARTIFACTS, CHROMIUM, _browser_session
+from tests.cluster.test_console import ARTIFACTS
+from tests.fixtures.browser import CHROMIUM, browser_session
 from tests.fixtures.nodes import Nodes, ServiceProcess, eventually, free_port
 from tests.gateway.conftest import USERS, gateway_config, security_yaml
 
@@ -77,7 +78,7 @@ async def test_a_node_in_disk_alarm_shows_in_rest_and_as_a_console_banner_until_
             page.goto(gateway.endpoint + "/nodes/node")
             expect(page.locator("#disk")).to_contain_text("max-disk-usage 99%")
 
-        await asyncio.to_thread(_browser_session, gateway.endpoint + "/", steps)
+        await asyncio.to_thread(browser_session, gateway.endpoint + "/", steps)
         assert raised.is_set()
     finally:
         nodes.stop_all()

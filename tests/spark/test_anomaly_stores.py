@@ -6,22 +6,19 @@ the anomalies before the charts (rendered in headless chromium)."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from spark.report import run_report
+from tests.fixtures.browser import CHROMIUM, browser_session
 from tests.spark.workload import sqlite_url
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "analytics"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 T0 = 1_800_000_000_000  # a whole second
 IDLE = range(3, 9)  # seconds 3..8 of the window: no event at all
@@ -146,31 +143,26 @@ def test_the_series_are_zero_over_an_idle_gap_and_rates_say_what_they_divide_by(
 
 
 def test_the_page_shows_the_verdict_and_anomalies_before_the_charts_in_chromium(sqlite_report):
-    from playwright.sync_api import sync_playwright
-
     _, s, out = sqlite_report
     assert Path(CHROMIUM).exists(), "Debian's chromium is needed"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto((out / "report.html").as_uri())
-            page.screenshot(path=str(ARTIFACTS / "report-anomalies.png"), full_page=True)
-            verdict = page.locator("#verdict")
-            assert "RED" in verdict.inner_text() and "5 message(s) not delivered exactly once" in verdict.inner_text()
-            tops = {name: page.locator(sel).first.bounding_box()["y"] for name, sel in (
-                ("verdict", "#verdict"), ("figures", "#key-figures"), ("anomalies", "#anomalies"),
-                ("charts", "#charts"), ("first chart", "img"), ("tables", "#tables"))}
-            assert list(tops) == sorted(tops, key=tops.get), tops
-            assert tops["verdict"] < 200, tops  # at the top of the page, seen without scrolling
-            rows = page.locator("tr.anomaly")
-            assert rows.count() == 5
-            assert rows.first.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor") == \
-                "rgb(253, 231, 234)"
-            # every chart decoded (a broken image has no natural width)
-            widths = page.locator("img").evaluate_all("imgs => imgs.map(i => i.naturalWidth)")
-            assert len(widths) == 5 and all(w > 0 for w in widths)
-        finally:
-            browser.close()
+
+    def steps(page) -> None:
+        page.screenshot(path=str(ARTIFACTS / "report-anomalies.png"), full_page=True)
+        verdict = page.locator("#verdict")
+        assert "RED" in verdict.inner_text() and "5 message(s) not delivered exactly once" in verdict.inner_text()
+        tops = {name: page.locator(sel).first.bounding_box()["y"] for name, sel in (
+            ("verdict", "#verdict"), ("figures", "#key-figures"), ("anomalies", "#anomalies"),
+            ("charts", "#charts"), ("first chart", "img"), ("tables", "#tables"))}
+        assert list(tops) == sorted(tops, key=tops.get), tops
+        assert tops["verdict"] < 200, tops  # at the top of the page, seen without scrolling
+        rows = page.locator("tr.anomaly")
+        assert rows.count() == 5
+        assert rows.first.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor") == \
+            "rgb(253, 231, 234)"
+        # every chart decoded (a broken image has no natural width)
+        widths = page.locator("img").evaluate_all("imgs => imgs.map(i => i.naturalWidth)")
+        assert len(widths) == 5 and all(w > 0 for w in widths)
+
+    browser_session((out / "report.html").as_uri(), steps)
     assert (ARTIFACTS / "report-anomalies.png").stat().st_size > 10_000
