@@ -16,14 +16,14 @@ import pytest
 from meshmq.client import connect
 from tests.fixtures.nodes import Nodes, eventually, free_port
 
-from .test_classic_replication import LINK, cluster, count, in_sync, proxies  # noqa: F401  (the fixture)
+from .test_classic_replication import LINK, SLAVE_GIVING_UP, cluster, count, in_sync, proxies  # noqa: F401  (the fixture)
 from .test_shared_store import QUEUE, answers, drain, log_has, node_info, send
 
 pytestmark = pytest.mark.integration
 
 COMMON = f"addresses:\n  {QUEUE}: {{anycast: [{{name: {QUEUE}}}]}}\n"
 MASTER = "master: {{group-name: {g}, vote-retry-wait: 200, quorum-vote-wait: 2}}"
-SLAVE = "slave: {{group-name: {g}, vote-retries: 3, vote-retry-wait: 300, quorum-vote-wait: 2}}"
+SLAVE = "slave: {{group-name: {g}, vote-retries: 10, vote-retry-wait: 500, quorum-vote-wait: 2}}"  # as cluster()'s
 
 
 def symmetric_pairs(nodes: Nodes, pairs: int = 3) -> dict:
@@ -127,7 +127,7 @@ async def test_a_live_whose_backup_is_cut_off_goes_on_confirming_within_the_conn
     every vote, and M confirms again once it gave S up (no acknowledgement for
     connection-ttl, 2 s here) and L2 and L3 took its notice — documented bound:
     connection-ttl plus one notice round (at most quorum-vote-wait)."""
-    c = cluster(nodes, proxies)
+    c = cluster(nodes, proxies, slave_policy=SLAVE_GIVING_UP)
     m, s = c["m"], c["s"]
     await send(m, 0, 10)
     await in_sync(m, s)
