@@ -15,12 +15,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping
 
+_SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # C1 only, serial GC, no whole-stage or expression code generation.
 SMALL_JOBS_CONF = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.driver.extraJavaOptions": _SMALL_JVM,
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
+# On a cluster master (spark://…) the tasks run in executor JVMs that the workers start for this
+# report alone: they get the same JIT settings.
+SMALL_JOBS_EXECUTOR_CONF = {"spark.executor.extraJavaOptions": _SMALL_JVM}
 # Up to this many events in all the stores, a local report runs with SMALL_JOBS_CONF.
 SMALL_STORES_EVENTS = 300_000
 
@@ -51,12 +55,19 @@ def estimated_events(store) -> int | None:
         return None
 
 
+def small_jobs_conf(local: bool) -> dict[str, str]:
+    """The small-jobs settings for a report whose tasks run in this JVM
+    (`local`) or in a cluster's executors."""
+    return dict(SMALL_JOBS_CONF) if local else {**SMALL_JOBS_CONF, **SMALL_JOBS_EXECUTOR_CONF}
+
+
 def session_conf(stores: Iterable, local: bool, given: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
     """The Spark settings for a report over `stores`: the `given` ones, and
-    SMALL_JOBS_CONF under them when Spark runs in this process (`local`), the
-    stores are small and the user set none of its keys; with the estimate
-    (None: not estimated, or a store could not be read)."""
-    if not local or any(key in given for key in SMALL_JOBS_CONF):
+    small_jobs_conf(local) under them when the stores are small and the user
+    set none of its keys; with the estimate (None: not estimated, or a store
+    could not be read)."""
+    small = small_jobs_conf(local)
+    if any(key in given for key in small):
         return dict(given), None
     total = 0
     for store in stores:
@@ -66,4 +77,4 @@ def session_conf(stores: Iterable, local: bool, given: Mapping[str, str]) -> tup
         total += n
     if total > SMALL_STORES_EVENTS:
         return dict(given), total
-    return {**SMALL_JOBS_CONF, **given}, total
+    return {**small, **given}, total

@@ -167,7 +167,7 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
         raise AnalyticsError("pyspark is not installed: pip install 'meshmq[analytics]'") from None
 
     from spark.session import class_cache_of, is_local, start_session, stop_session
-    from spark.tuning import SMALL_JOBS_CONF, SMALL_STORES_EVENTS, session_conf
+    from spark.tuning import SMALL_STORES_EVENTS, session_conf, small_jobs_conf
 
     # The report's own modules (matplotlib the largest: ~0.6 s) load while the JVM starts.
     report_module = _import_in_background("spark.report")
@@ -182,7 +182,8 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
             conf, events = session_conf(parsed, is_local(master), conf)
             if events is not None and events <= SMALL_STORES_EVENTS:
                 show_step(f"small stores (about {events:,} events): the JVM compiles less (C1 only, no code "
-                          f"generation; giving any of {', '.join(SMALL_JOBS_CONF)} with --conf turns this off)")
+                          f"generation; giving any of {', '.join(small_jobs_conf(is_local(master)))} with --conf turns "
+                          "this off)")
             spark = start_session(master, backends=[s.backend for s in parsed], log_path=out / "spark.log",
                                   conf=conf, class_cache=class_cache)
         clock.spark_ready()
@@ -230,7 +231,9 @@ def _progress(console):
         started = time.monotonic()
 
         def line(step: str) -> None:
-            console.print(f"analytics: {step} [{time.monotonic() - started:.1f} s]", highlight=False, markup=False)
+            # soft_wrap: one line per step however long (a log is read by grep, not at 80 columns).
+            console.print(f"analytics: {step} [{time.monotonic() - started:.1f} s]", highlight=False, markup=False,
+                          soft_wrap=True)
 
         yield line, lambda _text: None
         return

@@ -41,11 +41,20 @@ def test_small_stores_get_the_small_jobs_settings_and_large_ones_do_not(tmp_path
     assert events_seen == 12_000 + SMALL_STORES_EVENTS and conf == {}
 
 
-def test_a_users_setting_or_a_cluster_master_keeps_spark_as_configured(tmp_path):
+def test_a_users_setting_keeps_spark_as_configured(tmp_path):
     small = [sqlite_store(tmp_path, "n1", 1, 10)]
-    given = {"spark.sql.codegen.wholeStage": "true"}
-    assert session_conf(small, True, given) == (given, None)
-    assert session_conf(small, False, {}) == ({}, None)  # spark://: the executors are other JVMs
+    for given in ({"spark.sql.codegen.wholeStage": "true"}, {"spark.executor.extraJavaOptions": "-Xss4m"}):
+        assert session_conf(small, False, given) == (given, None)
+    assert session_conf(small, True, {"spark.driver.extraJavaOptions": "-Xss4m"}) == (
+        {"spark.driver.extraJavaOptions": "-Xss4m"}, None)
+
+
+def test_a_cluster_masters_executors_get_the_small_jobs_jvm_settings_too(tmp_path):
+    small = [sqlite_store(tmp_path, "n1", 1, 10)]
+    conf, events_seen = session_conf(small, False, {"spark.executor.memory": "512m"})
+    assert events_seen == 10 and conf == {**SMALL_JOBS_CONF, "spark.executor.memory": "512m",
+                                          "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    assert session_conf(small, True, {})[0] == SMALL_JOBS_CONF  # local: one JVM, the driver's
 
 
 def test_a_store_that_cannot_be_read_leaves_the_settings_alone(tmp_path):
