@@ -25,7 +25,7 @@ SMALL_JOBS_CONF = {
 # On a cluster master (spark://…) the tasks run in executor JVMs that the workers start for this
 # report alone: they get the same JIT settings.
 SMALL_JOBS_EXECUTOR_CONF = {"spark.executor.extraJavaOptions": _SMALL_JVM}
-# Up to this many events in all the stores, a local report runs with SMALL_JOBS_CONF.
+# Up to this many events in all the stores, a report runs with the small-jobs settings.
 SMALL_STORES_EVENTS = 300_000
 
 _SPAN = "SELECT COALESCE(MAX(event_id) - MIN(event_id) + 1, 0) FROM events"
