@@ -264,3 +264,47 @@ async def test_a_failover_attempt_that_times_out_leaves_no_session_on_the_slow_n
     finally:
         await conn.close()
         slow.close()
+
+
+async def test_a_failover_attempt_refused_after_the_open_leaves_no_session_on_that_node(nodes):
+    """The attempt's other way to fail: b opens the session, then refuses to make
+    the session's non-durable queue again (its security-settings deny
+    create-non-durable-queue). A refusal is not worth another node, so the
+    session fails with it — and the stream it opened on b goes at once, instead
+    of a session on b that nobody uses until the application closes its connection."""
+    from meshmq.client import PermissionDeniedError
+    from tests.integration.test_authorization import EVERYTHING
+
+    def secured(port: int, denied: str = "") -> str:
+        granted = ", ".join(f"{p}: [apps]" for p in EVERYTHING if p != denied)
+        return (on_port(port) + "security-enabled: true\nusers: [{username: app, password: app-pw, roles: [apps]}]\n"
+                f"security-settings:\n  '#': {{{granted}}}\n  activemq.management: {{manage: [apps]}}\n")
+
+    a = nodes.router("ra", extra=secured(free_port()))
+    b = nodes.router("rb", extra=secured(free_port(), denied="create-non-durable-queue"))
+    url = (f"failover:(meshmq://{a.endpoint},meshmq://{b.endpoint})?randomize=false&username=app&password=app-pw"
+           "&initialReconnectDelay=100&maxReconnectDelay=200&reconnectAttempts=3")
+    conn = await connect(url)
+    failures = []
+    conn.add_failover_listener(lambda event, err: failures.append(err) if err is not None else None)
+    try:
+        session = await conn.session()
+        assert session.node_id == a.info["node_id"]
+        await session.create_queue("scratch", durable=False)
+        await asyncio.to_thread(a.kill9)
+        await eventually(lambda: failures and isinstance(failures[-1], PermissionDeniedError), 20,
+                         "the failover to fail with b's refusal")
+        assert "create-non-durable-queue" in str(failures[-1]), failures[-1]
+        async with await connect(f"meshmq://app:app-pw@{b.endpoint}") as watcher:
+            counts = []
+
+            async def only_the_watcher() -> bool:
+                counts.append(sum(x.session_count for x in await watcher.admin.list_connections()))
+                return counts[-1] == 0
+
+            try:
+                await eventually(only_the_watcher, 10, "b to hold no session of the failed attempt")
+            except TimeoutError:
+                raise AssertionError(f"b holds {counts[-1]} session(s) after the refused attempt") from None
+    finally:
+        await conn.close()
