@@ -33,6 +33,22 @@ async def send(url: str, *bodies: str) -> None:
             await producer.send(body.encode())
 
 
+async def no_session_left(url: str, after: str) -> None:
+    """Wait (10 s) until the node at `url` holds no session — the watcher's own
+    management calls open none — or fail saying how many it still holds."""
+    async with await connect(url) as watcher:
+        counts: list[int] = []
+
+        async def none_left() -> bool:
+            counts.append(sum(x.session_count for x in await watcher.admin.list_connections()))
+            return counts[-1] == 0
+
+        try:
+            await eventually(none_left, 10, "the node to hold no session")
+        except TimeoutError:
+            raise AssertionError(f"{url} holds {counts[-1]} session(s) {after}") from None
+
+
 async def test_a_session_reattaches_to_its_node_when_it_comes_back_and_gets_its_unacked_messages_again(nodes):
     node = nodes.router("solo", extra=on_port(free_port()))
     await send(node.url, "a", "b")
@@ -249,18 +265,7 @@ async def test_a_failover_attempt_that_times_out_leaves_no_session_on_the_slow_n
         timed_out = [r.getMessage() for r in caplog.records
                      if slow.endpoint in r.getMessage() and "no answer from the router" in r.getMessage()]
         assert timed_out, "no attempt on b timed out"
-        async with await connect(b.url) as watcher:
-            counts = []
-
-            async def none_left() -> bool:
-                counts.append(sum(x.session_count for x in await watcher.admin.list_connections()))
-                return counts[-1] == 0
-
-            try:
-                await eventually(none_left, 10, "b to hold no session")
-            except TimeoutError:
-                raise AssertionError(f"b holds {counts[-1]} sessions after {len(timed_out)} attempts there "
-                                     "timed out") from None
+        await no_session_left(b.url, f"after {len(timed_out)} attempt(s) there timed out")
     finally:
         await conn.close()
         slow.close()
@@ -295,16 +300,6 @@ async def test_a_failover_attempt_refused_after_the_open_leaves_no_session_on_th
         await eventually(lambda: failures and isinstance(failures[-1], PermissionDeniedError), 20,
                          "the failover to fail with b's refusal")
         assert "create-non-durable-queue" in str(failures[-1]), failures[-1]
-        async with await connect(f"meshmq://app:app-pw@{b.endpoint}") as watcher:
-            counts = []
-
-            async def only_the_watcher() -> bool:
-                counts.append(sum(x.session_count for x in await watcher.admin.list_connections()))
-                return counts[-1] == 0
-
-            try:
-                await eventually(only_the_watcher, 10, "b to hold no session of the failed attempt")
-            except TimeoutError:
-                raise AssertionError(f"b holds {counts[-1]} session(s) after the refused attempt") from None
+        await no_session_left(f"meshmq://app:app-pw@{b.endpoint}", "after the refused attempt")
     finally:
         await conn.close()
