@@ -460,6 +460,13 @@ class Session:
                     await self._host.admin(self.server).create_queue(name, **spec)
                 except QueueExistsError:
                     pass  # a node that kept it (the same node after a transient break)
+                except MeshMQError as exc:
+                    if warrants_failover(exc):
+                        raise  # this node is lost too: the next candidate
+                    # Refused here (a permission this node does not grant): the queue fails
+                    # alone, as a producer or consumer does — the session goes on without it.
+                    log.warning("session %s: non-durable queue %s not made again on %s: %s", self.session_id,
+                                name, self.server.target, exc)
             waits = self._queue_creates()
             self._ready.set()
             for p in self._producers.values():
