@@ -179,11 +179,11 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
         spark = SparkSession.getActiveSession()
         owned = spark is None
         if owned:
-            conf, events = session_conf(parsed, is_local(master), conf)
+            local = is_local(master)
+            conf, events = session_conf(parsed, local, conf)
             if events is not None and events <= SMALL_STORES_EVENTS:
                 show_step(f"small stores (about {events:,} events): the JVM compiles less (C1 only, no code "
-                          f"generation; giving any of {', '.join(small_jobs_conf(is_local(master)))} with --conf turns "
-                          "this off)")
+                          f"generation; giving any of {', '.join(small_jobs_conf(local))} with --conf turns this off)")
             spark = start_session(master, backends=[s.backend for s in parsed], log_path=out / "spark.log",
                                   conf=conf, class_cache=class_cache)
         clock.spark_ready()
