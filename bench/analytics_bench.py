@@ -238,7 +238,7 @@ def main() -> int:
 
     from spark.jdbc import parse_store_url
     from spark.session import class_cache_of, is_local, start_session, stop_session
-    from spark.tuning import session_conf
+    from spark.tuning import conf_for_stores
 
     work = Path(tempfile.mkdtemp(prefix="meshmq-analytics-bench-"))
     t = time.monotonic()
@@ -267,7 +267,7 @@ def main() -> int:
     conf = dict(item.split("=", 1) for item in args.conf)
     cold_started = time.monotonic()
     if not args.as_given:  # what the CLI does, the store-size estimate included in the cold time
-        conf, _ = session_conf([parse_store_url(u) for u in urls], is_local(args.master), conf)
+        conf, _ = conf_for_stores([parse_store_url(u) for u in urls], is_local(args.master), conf)
     spark = start_session(args.master, log_path=work / "spark.log", conf=conf, class_cache=not args.as_given)
     cache = class_cache_of(spark)
     say("settings: " + ("as given" if args.as_given else "as `meshmq analytics report` chooses") + "; class archive: "

@@ -61,7 +61,7 @@ def small_jobs_conf(local: bool) -> dict[str, str]:
     return dict(SMALL_JOBS_CONF) if local else {**SMALL_JOBS_CONF, **SMALL_JOBS_EXECUTOR_CONF}
 
 
-def session_conf(stores: Iterable, local: bool, given: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
+def conf_for_stores(stores: Iterable, local: bool, given: Mapping[str, str]) -> tuple[dict[str, str], int | None]:
     """The Spark settings for a report over `stores`: the `given` ones, and
     small_jobs_conf(local) under them when the stores are small and the user
     set none of its keys; with the estimate (None: not estimated, or a store

@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, insert
 
 from services.journal.schema import events, metadata
 from spark.jdbc import parse_store_url
-from spark.tuning import SMALL_JOBS_CONF, SMALL_STORES_EVENTS, estimated_events, session_conf
+from spark.tuning import SMALL_JOBS_CONF, SMALL_STORES_EVENTS, estimated_events, conf_for_stores
 
 ROW = dict(node_id="n", kind="ENQUEUED", ts=1, address="a", queue="a", message_id=1, size=1, delivery_count=0,
            message_ts=1)
@@ -33,34 +33,34 @@ def sqlite_store(tmp_path: Path, name: str, first_id: int, last_id: int):
 
 def test_small_stores_get_the_small_jobs_settings_and_large_ones_do_not(tmp_path):
     small = [sqlite_store(tmp_path, f"n{k}", 1, 4_000) for k in range(3)]
-    conf, events_seen = session_conf(small, True, {"spark.driver.memory": "2g"})
+    conf, events_seen = conf_for_stores(small, True, {"spark.driver.memory": "2g"})
     assert events_seen == 12_000 and conf == {**SMALL_JOBS_CONF, "spark.driver.memory": "2g"}
 
     large = small + [sqlite_store(tmp_path, "big", 101, 100 + SMALL_STORES_EVENTS)]
-    conf, events_seen = session_conf(large, True, {})
+    conf, events_seen = conf_for_stores(large, True, {})
     assert events_seen == 12_000 + SMALL_STORES_EVENTS and conf == {}
 
 
 def test_a_users_setting_keeps_spark_as_configured(tmp_path):
     small = [sqlite_store(tmp_path, "n1", 1, 10)]
     for given in ({"spark.sql.codegen.wholeStage": "true"}, {"spark.executor.extraJavaOptions": "-Xss4m"}):
-        assert session_conf(small, False, given) == (given, None)
-    assert session_conf(small, True, {"spark.driver.extraJavaOptions": "-Xss4m"}) == (
+        assert conf_for_stores(small, False, given) == (given, None)
+    assert conf_for_stores(small, True, {"spark.driver.extraJavaOptions": "-Xss4m"}) == (
         {"spark.driver.extraJavaOptions": "-Xss4m"}, None)
 
 
 def test_a_cluster_masters_executors_get_the_small_jobs_jvm_settings_too(tmp_path):
     small = [sqlite_store(tmp_path, "n1", 1, 10)]
-    conf, events_seen = session_conf(small, False, {"spark.executor.memory": "512m"})
+    conf, events_seen = conf_for_stores(small, False, {"spark.executor.memory": "512m"})
     assert events_seen == 10 and conf == {**SMALL_JOBS_CONF, "spark.executor.memory": "512m",
                                           "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-    assert session_conf(small, True, {})[0] == SMALL_JOBS_CONF  # local: one JVM, the driver's
+    assert conf_for_stores(small, True, {})[0] == SMALL_JOBS_CONF  # local: one JVM, the driver's
 
 
 def test_a_store_that_cannot_be_read_leaves_the_settings_alone(tmp_path):
     missing = parse_store_url(f"sqlite:///{tmp_path / 'none.db'}")
     assert estimated_events(missing) is None
-    assert session_conf([missing], True, {}) == ({}, None)
+    assert conf_for_stores([missing], True, {}) == ({}, None)
 
 
 def test_a_postgresql_store_is_estimated_from_its_event_ids(make_pg_url):
