@@ -15,7 +15,10 @@ from tests.integration.shared import receive_all, uniq
 
 pytestmark = pytest.mark.integration
 
-DELAY_S = 0.5  # auto-delete-queues-delay and auto-delete-addresses-delay of the autodel-delay / -addr matches
+# auto-delete-queues-delay and auto-delete-addresses-delay of the autodel-delay / -addr matches: long
+# enough that the calls made "within the delay" (a close, then a look or a new consumer) stay within
+# it on a loaded machine, where one call can take a few hundred milliseconds.
+DELAY_S = 1.5
 
 
 async def _gone(conn, queue: str) -> bool:
