@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Protocol
 
 import grpc
@@ -88,6 +88,19 @@ class SessionHost(Protocol):
     temporary_queues: dict[str, TemporaryQueue]
 
     async def create_temporary_queue(self) -> TemporaryQueue: ...
+
+
+def _answered_to_nobody(futures: Iterable[asyncio.Future]) -> None:
+    """The creates still waiting when their stream failed are nobody's now (the next
+    stream asks again): their outcomes are read here, or asyncio would log each
+    failed one as an "exception never retrieved" into the application's log."""
+    for fut in futures:
+        fut.add_done_callback(_read_outcome)
+
+
+def _read_outcome(fut: asyncio.Future) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 class _Stream:
@@ -499,11 +512,12 @@ class Session:
         return waits
 
     async def _await_creates(self, waits: list[tuple[Producer | Consumer | TemporaryQueue, asyncio.Future]]) -> None:
-        for owner, fut in waits:
+        for i, (owner, fut) in enumerate(waits):
             try:
                 created = await self._wait(fut)
             except MeshMQError as exc:
                 if warrants_failover(exc) or isinstance(exc, UnblockedError):
+                    _answered_to_nobody(f for _, f in waits[i + 1:])
                     raise  # this stream failed too: the next candidate
                 if isinstance(owner, TemporaryQueue):  # its consumers' creates say the rest
                     log.warning("session %s: temporary queue %s not made again on %s: %s", self.session_id,
