@@ -652,13 +652,17 @@ export class Session extends EventEmitter {
   }
 
   private async failover(err: MeshMQError): Promise<void> {
-    const failedTarget = this.node.target;
+    // A node lost while the session was being made again there (after its open, before the
+    // creates' answers) continues the same failover: the incident stays the first node's.
+    const resumed = this.recovering;
+    const failedTarget = resumed ? this.lastFailedTarget : this.node.target;
     this.lastFailedTarget = failedTarget;
+    this.recovering = true;
     this.state = "failing";
     this.generation++;
     const redirect = this.redirect;
     this.redirect = null;
-    this.connection.failureDetected(failedTarget, this, err);
+    if (!resumed) this.connection.failureDetected(failedTarget, this, err);
     const unblocked = () => new UnblockedError("the session failed over while this call waited: its outcome is unknown");
     for (const [key, p] of [...this.pending.entries()]) {
       if (p.kind === "rollback") this.settle(key, null, {});
@@ -701,11 +705,16 @@ export class Session extends EventEmitter {
   private async reattach(node: Node, call: Call, opened: any): Promise<void> {
     this.attach(node, call, opened);
     this.state = "open";
+    // This node lost too before the creates were answered (its stream ended): the failover
+    // that follows takes the producers and consumers on to the next node, and says how it went.
+    const generation = this.generation;
+    const superseded = () => this.generation !== generation;
     for (const q of this.volatileQueues) {
       try { await this.connection.unary(node, "CreateQueue", q); } catch (e) {
         if (!(e instanceof MeshMQError && e.reason === "QUEUE_EXISTS")) this.emit("exception", e);
       }
     }
+    if (superseded()) return;
     const answers: Promise<unknown>[] = [];
     // The connection's temporary queues it held first (§11.2): not stored, so the new node has them only from now on.
     for (const tq of this.heldTemporaryQueues.values()) {
@@ -720,24 +729,29 @@ export class Session extends EventEmitter {
     for (const p of this.producers.values()) {
       const a = this.expect(`p:${p.id}`, "create_producer");
       this.write({ create_producer: p.createRequest() });
-      answers.push(a.catch((e) => { this.producers.delete(p.id); p.failAll(e); }));
+      answers.push(a.catch((e) => { if (superseded()) return; this.producers.delete(p.id); p.failAll(e); }));
     }
     for (const c of this.consumers.values()) {
       const a = this.expect(`c:${c.id}`, "create_consumer");
       this.write({ create_consumer: c.createRequest() });
-      answers.push(a.then(() => c.onReattached(), (e) => { this.consumers.delete(c.id); c.end(e); }));
+      answers.push(a.then(() => { if (!superseded()) c.onReattached(); },
+        (e) => { if (superseded()) return; this.consumers.delete(c.id); c.end(e); }));
     }
     for (const p of this.producers.values()) {
       p.resendKept();
       p.flush(); // sends queued while the stream was down (their flush found it closed)
     }
     await Promise.all(answers);
+    if (superseded()) return;
+    this.recovering = false;
     this.readyWaiters.splice(0).forEach((w) => w.resolve());
     this.connection.failoverDone(this.failedTargetOf(), this, true, null);
     this.emit("exception", new UnblockedError(`the session failed over to ${node.target}`, true));
   }
 
   private lastFailedTarget = "";
+  /** A failover started and the session is not yet back on a node (its creates unanswered). */
+  private recovering = false;
   private failedTargetOf(): string { return this.lastFailedTarget; }
 
   /**

@@ -217,3 +217,84 @@ test("a window-0 consumer waiting in receive() across a failover gets the messag
     await router.stop();
   }
 });
+
+// A link to `target` that delays every chunk `delayMs` each way (in order), and can be cut.
+function delayedLink(target, delayMs) {
+  const net = require("node:net");
+  const at = target.lastIndexOf(":");
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const up = net.connect(Number(target.slice(at + 1)), target.slice(0, at));
+    sockets.add(client).add(up);
+    const end = () => { client.destroy(); up.destroy(); };
+    for (const [from, to] of [[client, up], [up, client]]) {
+      from.on("data", (d) => setTimeout(() => { if (!to.destroyed) to.write(d); }, delayMs));
+      from.on("error", end);
+      from.on("close", () => setTimeout(end, delayMs));
+    }
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({
+    endpoint: `127.0.0.1:${server.address().port}`,
+    cut() { server.close(); for (const s of sockets) s.resetAndDestroy(); },
+  })));
+}
+
+// Polls the async `cond` every 20 ms until it gives a truthy value (returned), or fails after `timeoutMs`.
+async function until(cond, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function sessionsOn(router) {
+  const w = await m.connect(`meshmq://${router.endpoint}`);
+  try {
+    const res = await w.unary(w.nodeFor(router.endpoint), "ListConnections", {});
+    return (res.connections || []).reduce((n, c) => n + Number(c.session_count || 0), 0);
+  } finally {
+    await w.close();
+  }
+}
+
+test("an attempt that loses its node after the open moves on to the next node with the producer and consumer", async () => {
+  const a = await startRouter({ name: "lopa" });
+  const b = await startRouter({ name: "lopb" });
+  const c = await startRouter({ name: "lopc" });
+  const delay = 1000;
+  const link = await delayedLink(b.endpoint, delay);
+  const conn = await m.connect(`failover:(meshmq://${a.endpoint},meshmq://${link.endpoint},meshmq://${c.endpoint})` +
+    "?randomize=false&initialReconnectDelay=100&maxReconnectDelay=200&connectionLoadBalancingPolicyClassName=FirstElement");
+  try {
+    const events = [];
+    conn.on("failover", (type) => events.push(type));
+    const s = await conn.createSession();
+    assert.equal(s.node.target, a.endpoint);
+    const p = await s.createProducer("lop.q");
+    const consumer = await s.createConsumer("lop.q");
+    await a.kill9();
+    // b takes the open; its answer reaches the client `delay` later, the creates then sent reach b
+    // another `delay` later and their answers the client a third: cut halfway through that window.
+    const opened = await until(async () => (await sessionsOn(b)) > 0 && Date.now(), 30000, "the failover's open to reach b");
+    await new Promise((r) => setTimeout(r, Math.max(0, opened + 2 * delay - Date.now())));
+    link.cut();
+    await p.send("on c"); // waits for the failover (callFailoverTimeout), then goes to c
+    const msg = await consumer.receive({ timeoutMs: 30000 });
+    assert.equal(msg.body.toString(), "on c");
+    await msg.ack();
+    // On c, or on b at the address b gave itself (the topology the open brought): not through the cut link.
+    assert.ok([c.endpoint, b.endpoint].includes(s.node.target), s.node.target);
+    assert.deepEqual(events, ["FAILURE_DETECTED", "FAILOVER_COMPLETED"]);
+    // One session in all: the one the cut attempt opened on b is gone.
+    await until(async () => (await sessionsOn(b)) + (await sessionsOn(c)) === 1, 10000, "one session left on b and c");
+  } finally {
+    await conn.close();
+    link.cut();
+    await a.stop();
+    await b.stop();
+    await c.stop();
+  }
+});
