@@ -66,12 +66,12 @@ class SlowLinkSetup:
 
 
 @contextlib.asynccontextmanager
-async def b_behind_a_slow_link(nodes, prefix: str, params: str = ""):
+async def b_behind_a_slow_link(nodes, prefix: str, params: str = "", delay: float = 1.0):
     """Nodes a, b and c, and a connection listing them in that order with b reached
-    through a link that delays everything a second each way; its session on a, with a
-    consumer and a producer of the queue, and the failover events it hears."""
+    through a link that delays everything `delay` seconds each way; its session on a,
+    with a consumer and a producer of the queue, and the failover events it hears."""
     a, b, c = (nodes.router(f"{prefix}{n}", extra=on_port(free_port())) for n in "abc")
-    link = TcpProxy(b.endpoint, delay=1.0).start()
+    link = TcpProxy(b.endpoint, delay=delay).start()
     url = (f"failover:(meshmq://{a.endpoint},meshmq://{link.endpoint},meshmq://{c.endpoint})?randomize=false"
            "&initialReconnectDelay=100&maxReconnectDelay=200" + params)
     conn = await connect(url)
@@ -337,7 +337,7 @@ async def test_a_non_durable_queue_the_new_node_refuses_fails_alone_and_the_sess
 async def test_an_attempt_that_loses_its_node_after_the_open_moves_on_to_the_next_one(nodes, caplog):
     """b answers the failover's open, then its link is cut while the session's
     producer and consumer are being made again there (b is reached through a link
-    with a second's delay each way, so the cut falls between the open's answer and
+    with 1.5 s of delay each way, so the cut falls between the open's answer and
     the creates' answers): that attempt fails like a lost node — its stream ended,
     b left with no session — and the session moves on to c and serves there."""
     import gc
@@ -345,7 +345,9 @@ async def test_an_attempt_that_loses_its_node_after_the_open_moves_on_to_the_nex
     import time
 
     caplog.set_level(logging.INFO, logger="meshmq.client")
-    async with b_behind_a_slow_link(nodes, "l") as t, await connect(t.b.url) as watcher:  # b itself
+    # 1.5 s each way: the cut below has 1.5 s on either side of it, for a loaded machine's
+    # late timers and slow polls.
+    async with b_behind_a_slow_link(nodes, "l", delay=1.5) as t, await connect(t.b.url) as watcher:  # b itself
         async def sessions_on_b() -> int:
             return sum(x.session_count for x in await watcher.admin.list_connections())
 

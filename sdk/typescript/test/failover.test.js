@@ -264,7 +264,7 @@ test("an attempt that loses its node after the open moves on to the next node wi
   const a = await startRouter({ name: "lopa" });
   const b = await startRouter({ name: "lopb" });
   const c = await startRouter({ name: "lopc" });
-  const delay = 1000;
+  const delay = 1500; // the cut below has 1.5 s on either side of it, for a loaded machine
   const link = await delayedLink(b.endpoint, delay);
   const conn = await m.connect(`failover:(meshmq://${a.endpoint},meshmq://${link.endpoint},meshmq://${c.endpoint})` +
     "?randomize=false&initialReconnectDelay=100&maxReconnectDelay=200&connectionLoadBalancingPolicyClassName=FirstElement");
