@@ -49,7 +49,7 @@ async def node_info(endpoint: str, username: str, password: str) -> tuple[float,
 async def test_an_unknown_user_is_refused_as_slowly_and_in_the_same_words_as_a_wrong_password(nodes):
     node = nodes.router("timing", extra=secured("login-throttle: {free-attempts: 1000}\n"))
     unknown, wrong = [], []
-    for i in range(15):  # interleaved, so load on the machine hits both alike
+    for i in range(21):  # interleaved, so load on the machine hits both alike
         seconds, refusal = await node_info(node.endpoint, f"nobody{i}", "guess")
         unknown.append(seconds)
         assert refusal is not None and refusal.reason is Reason.UNAUTHENTICATED
@@ -58,8 +58,9 @@ async def test_an_unknown_user_is_refused_as_slowly_and_in_the_same_words_as_a_w
         wrong.append(seconds)
         assert str(refusal) == unknown_words
     fast, slow = sorted((statistics.median(unknown), statistics.median(wrong)))
-    # Before: 1.5 ms against 59 ms.
-    assert fast >= 0.7 * slow, f"unknown user {statistics.median(unknown) * 1000:.1f} ms, " \
+    # Before: 1.5 ms against 59 ms, 40x apart. A loaded machine has put the two medians of an
+    # equal hash 1.7x apart (89 against 52 ms, the unknown user the slower): the bound is 2x.
+    assert fast >= 0.5 * slow, f"unknown user {statistics.median(unknown) * 1000:.1f} ms, " \
                                f"wrong password {statistics.median(wrong) * 1000:.1f} ms"
 
 
