@@ -889,6 +889,7 @@ class Gateway(ConfigModel):
     ha_namespace: NonEmptyStr = defaults.HA_MANAGER_NAMESPACE
     session_timeout: Millis = defaults.GATEWAY_SESSION_TIMEOUT
     call_timeout: Millis = defaults.GATEWAY_CALL_TIMEOUT
+    keep_alive_timeout: Millis = defaults.GATEWAY_KEEP_ALIVE_TIMEOUT
     # Request bodies larger than these are refused with 413 before they are read (services/gateway/body_limit.py).
     max_body_size: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] = defaults.GATEWAY_MAX_BODY_SIZE
     max_anonymous_body_size: Annotated[int, BeforeValidator(_byte_size), Field(gt=0)] = (

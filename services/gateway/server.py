@@ -49,6 +49,7 @@ class GatewayServer:
         port = sock.getsockname()[1]
         tls = listen.cert_path is not None
         config = uvicorn.Config(self.app, log_level="warning", lifespan="on", access_log=False,
+                                timeout_keep_alive=max(1, round(self.config.gateway.keep_alive_timeout / 1000)),
                                 ssl_certfile=str(listen.cert_path) if tls else None,
                                 ssl_keyfile=str(listen.key_path) if tls else None)
         self._server = _Server(config)
