@@ -420,6 +420,7 @@ class Session:
         """Move to a new stream: rounds over the candidates with the retry backoff."""
         host = self._host
         lost_on = self.server
+        lost_session = self.session_id  # an attempt's open gives the session its new node's id
         redirect = err.target if isinstance(err, ScaledDownError) and err.target else ""
         incident = host.incidents.begin(lost_on, err)
         last: MeshMQError = err
@@ -435,7 +436,7 @@ class Session:
                         # (UnblockedError: this attempt's own stream failed under it.)
                         if not warrants_failover(exc) and not isinstance(exc, UnblockedError):
                             raise
-                        log.info("failover of session %s to %s: %s", self.session_id, server.target, exc)
+                        log.info("failover of session %s to %s: %s", lost_session, server.target, exc)
                         continue
                     self.failovers += 1
                     host.incidents.end(incident, moved_to=server, err=None)

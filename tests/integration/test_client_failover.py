@@ -351,6 +351,7 @@ async def test_an_attempt_that_loses_its_node_after_the_open_moves_on_to_the_nex
         async def sessions_on_b() -> int:
             return sum(x.session_count for x in await watcher.admin.list_connections())
 
+        session_on_a = t.session.session_id
         await asyncio.to_thread(t.a.kill9)
         await eventually(sessions_on_b, 30, "the failover's open to reach b", interval=0.02)
         opened_on_b = time.monotonic()
@@ -364,6 +365,8 @@ async def test_an_attempt_that_loses_its_node_after_the_open_moves_on_to_the_nex
         lost_after_open = [r.getMessage() for r in caplog.records
                            if f"to {t.link.endpoint}:" in r.getMessage() and "outcome is unknown" in r.getMessage()]
         assert lost_after_open, [r.getMessage() for r in caplog.records if t.link.endpoint in r.getMessage()]
+        # It names the session the application had (its id on a), not the one b's open gave it.
+        assert all(m.startswith(f"failover of session {session_on_a} to ") for m in lost_after_open), lost_after_open
         await t.producer.send(b"on c")
         assert (await t.consumer.receive(5)).body == b"on c"
         await no_session_left(t.b.url, "after the attempt there lost its link")
