@@ -3,7 +3,7 @@
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
-const { startRouter, freePort } = require("./router.js");
+const { startRouter, freePort, waitFor } = require("./router.js");
 const m = require("../dist/index.js");
 
 const OPTS = "reconnectAttempts=-1&retryInterval=100&maxRetryInterval=500&callFailoverTimeout=60000";
@@ -239,17 +239,6 @@ function delayedLink(target, delayMs) {
   })));
 }
 
-// Polls the async `cond` every 20 ms until it gives a truthy value (returned), or fails after `timeoutMs`.
-async function until(cond, timeoutMs, what) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await cond();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 async function sessionsOn(router) {
   const w = await m.connect(`meshmq://${router.endpoint}`);
   try {
@@ -278,7 +267,7 @@ test("an attempt that loses its node after the open moves on to the next node wi
     await a.kill9();
     // b takes the open; its answer reaches the client `delay` later, the creates then sent reach b
     // another `delay` later and their answers the client a third: cut halfway through that window.
-    const opened = await until(async () => (await sessionsOn(b)) > 0 && Date.now(), 30000, "the failover's open to reach b");
+    const opened = await waitFor(async () => (await sessionsOn(b)) > 0 && Date.now(), 30000, "the failover's open to reach b");
     await new Promise((r) => setTimeout(r, Math.max(0, opened + 2 * delay - Date.now())));
     link.cut();
     await p.send("on c"); // waits for the failover (callFailoverTimeout), then goes to c
@@ -289,7 +278,7 @@ test("an attempt that loses its node after the open moves on to the next node wi
     assert.ok([c.endpoint, b.endpoint].includes(s.node.target), s.node.target);
     assert.deepEqual(events, ["FAILURE_DETECTED", "FAILOVER_COMPLETED"]);
     // One session in all: the one the cut attempt opened on b is gone.
-    await until(async () => (await sessionsOn(b)) + (await sessionsOn(c)) === 1, 10000, "one session left on b and c");
+    await waitFor(async () => (await sessionsOn(b)) + (await sessionsOn(c)) === 1, 10000, "one session left on b and c");
   } finally {
     await conn.close();
     link.cut();

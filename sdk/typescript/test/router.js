@@ -11,18 +11,15 @@ const VENV_PYTHON = path.join(REPO, ".venv", "bin", "python");
 const PYTHON = process.env.MESHMQ_PYTHON || (fs.existsSync(VENV_PYTHON) ? VENV_PYTHON : "python3");
 const ENV = { ...process.env, PYTHONPATH: REPO, PYTHONUNBUFFERED: "1" };
 
-function waitFor(cond, timeoutMs, what) {
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + timeoutMs;
-    const tick = () => {
-      let v;
-      try { v = cond(); } catch (e) { return reject(e); }
-      if (v) return resolve(v);
-      if (Date.now() > deadline) return reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
-      setTimeout(tick, 20);
-    };
-    tick();
-  });
+/** Polls `cond` (sync or async) every 20 ms until it gives a truthy value (returned), or fails after `timeoutMs`. */
+async function waitFor(cond, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** Starts a router; `extra` is more node YAML, `acceptor` more keys of its acceptor. */
