@@ -40,6 +40,13 @@ AppendResponses of the requests it applied, in order.
 
 from __future__ import annotations
 
+import gc
+
+if __name__ == "__main__":
+    # As meshmq.runtime.defer_collection, until the process is ready (its imports are
+    # SQLAlchemy's); not when the owner imports this module.
+    gc.disable()
+
 import asyncio
 import collections
 import contextlib
@@ -431,6 +438,8 @@ def main() -> int:
         write_message(out, [f"error: {exc}".encode()])
         return 1
     store.start_checkpointer()
+    gc.freeze()  # as meshmq.runtime.settle_heap: start-up's objects stay; collect from here
+    gc.enable()
     write_message(out, [READY])
     max_records = int(settings.get("max_batch_records") or 5000)
     # PostgreSQL: two transactions may commit at once (overlap.py); SQLite has one writer anyway.
