@@ -149,5 +149,6 @@ async def test_a_node_that_joins_by_naming_one_member_is_linked_back_by_everyone
             async with await connect(cluster[name].url) as conn:
                 await (await (await conn.session()).create_producer("OrderQueue")).send(b"x", properties={"n": n})
         got = await collect({"C": consumer}, 2)
-        assert got == {"C": [0, 1]}
+        # One message through each of two bridges: no order between them (only per producer).
+        assert sorted(got["C"]) == [0, 1] and set(got) == {"C"}
     assert "linking back to C" in cluster["A"].log_path.read_text()
