@@ -223,9 +223,10 @@ GATEWAY_SESSION_TIMEOUT: Final = 1_800_000
 # slower than this is shown as down for that page, it does not hold the page.
 GATEWAY_CALL_TIMEOUT: Final = 5_000
 # gateway.keep-alive-timeout: how long an idle HTTP connection stays open (ms). Longer than the
-# idle expiry of common client pools (httpx and aiohttp 5 s, Go's net/http 90 s is the exception),
-# so the client closes an idle connection first: a server closing it as the client reuses it makes
-# the client's request fail with "disconnected without a response" (uvicorn's own default is 5 s).
+# idle expiry of common client pools (httpx 5 s, Node's default agent 5 s, aiohttp 15 s, Go's
+# net/http 90 s), so the client closes an idle connection first: a server closing it as the client
+# reuses it fails the client's request with "disconnected without a response" (uvicorn's own
+# default is 5 s).
 GATEWAY_KEEP_ALIVE_TIMEOUT: Final = 75_000
 # gateway.max-body-size: the largest request body a logged-in caller may send (bytes); a bigger one is
 # refused with 413 before it is read. The API's bodies are small (a queue to create, a selector of at

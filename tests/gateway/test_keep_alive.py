@@ -63,8 +63,8 @@ def _closed_by_peer(sock: socket.socket) -> bool:
 
 
 def test_an_idle_connection_outlives_a_client_pools_expiry_and_serves_the_next_request(tmp_path):
-    """Idle 6 s — past the 5 s that httpx and aiohttp keep an idle connection, and past
-    uvicorn's own default — the connection is still open and answers on the same socket."""
+    """Idle 6 s — past the 5 s that httpx and Node's default agent keep an idle connection,
+    and past uvicorn's own default — the connection is still open and answers on the same socket."""
     with _gateway(tmp_path) as (host, port), socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(REQUEST)
         assert _answer(sock).startswith(b"HTTP/1.1 200")

@@ -13,6 +13,12 @@ import click
 from meshmq.cli.main import main
 
 
+def _probe(code: str) -> dict:
+    """What `code`, run in a fresh interpreter, prints as its last line (JSON)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_every_command_listed_loads_under_its_own_name():
     ctx = click.Context(main)
     names = main.list_commands(ctx)
@@ -33,8 +39,7 @@ def test_the_command_groups_of_other_modules_are_not_imported_until_used():
         "after = sorted(m for m in sys.modules if m.startswith('meshmq.cli.'))\n"
         "print(json.dumps({'before': before, 'after': after, 'exit': result.exit_code}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = _probe(probe)
     lazy = {"meshmq.cli.analytics", "meshmq.cli.cluster", "meshmq.cli.connections", "meshmq.cli.perf",
             "meshmq.cli.security", "meshmq.cli.verify"}
     assert not lazy & set(got["before"]), got["before"]
@@ -52,6 +57,5 @@ def test_a_service_process_holds_the_collector_while_it_loads_and_freezes_what_i
         "settle_heap()\n"
         "print(json.dumps({'held': held, 'enabled': gc.isenabled(), 'frozen': gc.get_freeze_count()}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = _probe(probe)
     assert got["held"] is False and got["enabled"] is True and got["frozen"] > 10_000  # the imports' objects (~79,000 for the router)
