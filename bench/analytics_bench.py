@@ -267,7 +267,7 @@ def main() -> int:
     conf = dict(item.split("=", 1) for item in args.conf)
     cold_started = time.monotonic()
     if not args.as_given:  # what the CLI does, the store-size estimate included in the cold time
-        conf, _ = conf_for_stores([parse_store_url(u) for u in urls], is_local(args.master), conf)
+        conf = conf_for_stores([parse_store_url(u) for u in urls], is_local(args.master), conf).conf
     spark = start_session(args.master, log_path=work / "spark.log", conf=conf, class_cache=not args.as_given)
     cache = class_cache_of(spark)
     say("settings: " + ("as given" if args.as_given else "as `meshmq analytics report` chooses") + "; class archive: "

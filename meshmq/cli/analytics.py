@@ -167,7 +167,7 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
         raise AnalyticsError("pyspark is not installed: pip install 'meshmq[analytics]'") from None
 
     from spark.session import class_cache_of, is_local, start_session, stop_session
-    from spark.tuning import SMALL_STORES_EVENTS, conf_for_stores, small_jobs_conf
+    from spark.tuning import conf_for_stores
 
     # The report's own modules (matplotlib the largest: ~0.6 s) load while the JVM starts.
     report_module = _import_in_background("spark.report")
@@ -180,12 +180,11 @@ def _report(stores, out: Path, master, since, until, partitions, max_offenders, 
         owned = spark is None
         if owned:
             local = is_local(master)
-            conf, events = conf_for_stores(parsed, local, conf)
-            if events is not None and events <= SMALL_STORES_EVENTS:
-                show_step(f"small stores (about {events:,} events): the JVM compiles less (C1 only, no code "
-                          f"generation; giving any of {', '.join(small_jobs_conf(local))} with --conf turns this off)")
+            tuning = conf_for_stores(parsed, local, conf)
+            if (chosen := tuning.describe(local)) is not None:
+                show_step(chosen)
             spark = start_session(master, backends=[s.backend for s in parsed], log_path=out / "spark.log",
-                                  conf=conf, class_cache=class_cache)
+                                  conf=tuning.conf, class_cache=class_cache)
         clock.spark_ready()
 
         def on_step(step: str) -> None:
