@@ -2,8 +2,8 @@
 
 Inputs (built by spark/store.py from one or more stores):
 
-* events: event_id, node_id, kind, ts, address, queue, message_id, size,
-  delivery_count, message_ts (docs/journal-schema.md)
+* events: event_id, node_id, kind, ts, address, queue, message_id,
+  message_ts, from_node_id, from_message_id (docs/journal-schema.md)
 * nodes: node_id, node_name
 * queues: node_id, queue_id, queue, address
 * waiting: node_id, message_id, queue_id, size, timestamp (live queue references)

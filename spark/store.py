@@ -21,21 +21,22 @@ SCHEMA_VERSION = "6"
 #: What the report reads, per table (docs/journal-schema.md).
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "node_state": ("key", "value"),
-    "events": ("event_id", "node_id", "kind", "ts", "address", "queue", "message_id", "size", "delivery_count",
-               "message_ts", "from_node_id", "from_message_id"),
+    "events": ("event_id", "node_id", "kind", "ts", "address", "queue", "message_id", "message_ts", "from_node_id",
+               "from_message_id"),
     "queues": ("queue_id", "name", "address"),
     "messages": ("message_id", "size", "timestamp", "queue_id"),
     "message_refs": ("queue_id", "message_id"),
     "paged_messages": ("queue_id", "message_id", "size", "timestamp"),
 }
 
+#: The events as the report reads them: what it uses of the table (not `size`, `delivery_count`).
 EVENT_SCHEMA = (
     "event_id BIGINT, node_id STRING, kind STRING, ts BIGINT, address STRING, queue STRING, "
-    "message_id BIGINT, size BIGINT, delivery_count INT, message_ts BIGINT, from_node_id STRING, from_message_id BIGINT"
+    "message_id BIGINT, message_ts BIGINT, from_node_id STRING, from_message_id BIGINT"
 )
 _EVENT_SELECT = (
-    'SELECT "event_id", "node_id", "kind", "ts", "address", "queue", "message_id", "size", "delivery_count", '
-    '"message_ts", "from_node_id", "from_message_id" FROM events'
+    'SELECT "event_id", "node_id", "kind", "ts", "address", "queue", "message_id", "message_ts", "from_node_id", '
+    '"from_message_id" FROM events'
 )
 
 _CATALOG_SQL = {

@@ -8,12 +8,11 @@ _ids = iter(range(1, 10**9))
 
 
 def ev(kind: str, ts: int, *, node: str = "n1", address: str = "a", queue: str | None = None, mid: int = 1,
-       size: int = 100, count: int = 0, message_ts: int | None = None, came_from: tuple[str, int] | None = None
-       ) -> tuple:
+       message_ts: int | None = None, came_from: tuple[str, int] | None = None) -> tuple:
     """One event row; `came_from` = (node, message id) on the ENQUEUED of a forwarded message."""
     src_node, src_mid = came_from or (None, None)
-    return (next(_ids), node, kind, ts, address, queue or address, mid, size, count,
-            ts if message_ts is None else message_ts, src_node, src_mid)
+    return (next(_ids), node, kind, ts, address, queue or address, mid, ts if message_ts is None else message_ts,
+            src_node, src_mid)
 
 
 def events_frame(spark, rows: list[tuple]):

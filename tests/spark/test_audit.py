@@ -32,17 +32,17 @@ def classes(rows: dict) -> dict:
 def every_kind_events() -> list[tuple]:
     """One message of every kind of anomaly and every explained state, on n1 (waiting: n1/7/a)."""
     return [
-        ev(ENQUEUED, T0, mid=1), ev(ACK, T0 + 5, mid=1, count=1),                       # exactly once
+        ev(ENQUEUED, T0, mid=1), ev(ACK, T0 + 5, mid=1),                       # exactly once
         ev(ENQUEUED, T0, mid=2), ev(ACK, T0 + 5, mid=2), ev(ACK, T0 + 6, mid=2),        # acknowledged twice
         ev(ENQUEUED, T0, mid=3), ev(ENQUEUED, T0, mid=3), ev(ACK, T0 + 5, mid=3),       # enqueued twice
         ev(ACK, T0 + 5, mid=4, message_ts=T0 + 1),                                      # ack, no enqueue
-        ev(DELIVERED, T0 + 5, mid=5, count=2, message_ts=T0 + 1),                       # delivered, no enqueue
+        ev(DELIVERED, T0 + 5, mid=5, message_ts=T0 + 1),                       # delivered, no enqueue
         ev(ENQUEUED, T0, mid=6),                                                        # never, not waiting
         ev(ENQUEUED, T0, mid=7),                                                        # waiting
         ev(ENQUEUED, T0, mid=8), ev(EXPIRED, T0 + 9, mid=8),
         ev(ENQUEUED, T0, mid=9), ev(DEAD_LETTERED, T0 + 9, mid=9),
         ev(ENQUEUED, T0, mid=10), ev(REMOVED, T0 + 9, mid=10),                          # purged by an operator
-        ev(ENQUEUED, T0, mid=11), ev(DELIVERED, T0 + 3, mid=11, count=2), ev(ACK, T0 + 4, mid=11, count=2),
+        ev(ENQUEUED, T0, mid=11), ev(DELIVERED, T0 + 3, mid=11), ev(ACK, T0 + 4, mid=11),
         # an ack of a message accepted before the window: its ENQUEUED was not read, no anomaly
         ev(ACK, T0 + 5, mid=12, message_ts=T0 - 1000),
     ]
@@ -276,7 +276,7 @@ def renamed(events: list[tuple], prefix: str) -> list[tuple]:
             return q
         head, _, target = q.rpartition(".")
         return f"{head}.{prefix}{target}"
-    return [(e[0], prefix + e[1], *e[2:5], queue(e[5]), *e[6:10], None if e[10] is None else prefix + e[10], e[11])
+    return [(e[0], prefix + e[1], *e[2:5], queue(e[5]), *e[6:8], None if e[8] is None else prefix + e[8], e[9])
             for e in events]
 
 

@@ -167,7 +167,7 @@ def test_backlog_counts_inline_and_shared_references_per_queue(spark_session):
 def test_ends_and_totals_count_each_kind(spark_session):
     events = events_frame(spark_session, [
         ev(EXPIRED, T0, mid=1), ev(EXPIRED, T0, mid=2), ev(DEAD_LETTERED, T0, mid=3), ev(REMOVED, T0, mid=4),
-        ev(DELIVERED, T0, mid=5, count=2), ev(ENQUEUED, T0, mid=6), ev(DEAD_LETTERED, T0, address="b", mid=7),
+        ev(DELIVERED, T0, mid=5), ev(ENQUEUED, T0, mid=6), ev(DEAD_LETTERED, T0, address="b", mid=7),
     ])
     ends = {(r["address"], r["queue"]): r for r in metrics.ends_by_queue(events).collect()}
     assert (ends["a", "a"]["expired"], ends["a", "a"]["dead_lettered"], ends["a", "a"]["removed"],
