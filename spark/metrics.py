@@ -133,11 +133,15 @@ def over_time(win: DataFrame, since: int, bucket_s: int) -> DataFrame:
     caller fills the idle ones (fill_series)."""
     bucket = F.floor((F.col("ts") - F.lit(since)) / F.lit(bucket_s * 1000)).cast("long").alias("bucket")
     latency = F.when(F.col("kind") == ACKNOWLEDGED, F.col("ts") - F.col("message_ts"))
-    counted = win.select(bucket, "node_id", "kind", latency.alias("latency_ms"))
-    aggs = [F.sum(_is(kind)).alias(name) for name, kind in SERIES_COUNTS.items()] + [
-        F.expr("percentile(latency_ms, array(0.5, 0.99))").alias("_p")]
-    per_node = counted.groupBy("bucket", "node_id").agg(*aggs)
-    total = counted.groupBy("bucket").agg(*aggs).withColumn("node_id", F.lit(None).cast("string"))
+    # Counted once per bucket, node and exact latency (an acknowledgement's; NULL for every other
+    # event): both groupings below read these rows, and Spark computes them once for both (the
+    # same plan, one reused exchange); the percentiles weigh each latency by its acknowledgements.
+    counts = win.select(bucket, "node_id", "kind", latency.alias("latency_ms")).groupBy(
+        "bucket", "node_id", "latency_ms").agg(*(F.sum(_is(kind)).alias(name) for name, kind in SERIES_COUNTS.items()))
+    aggs = [F.sum(name).alias(name) for name in SERIES_COUNTS] + [
+        F.expr("percentile(latency_ms, array(0.5, 0.99), acknowledged)").alias("_p")]
+    per_node = counts.groupBy("bucket", "node_id").agg(*aggs)
+    total = counts.groupBy("bucket").agg(*aggs).withColumn("node_id", F.lit(None).cast("string"))
     return per_node.unionByName(total).select(
         "*", F.col("_p")[0].alias("p50_ms"), F.col("_p")[1].alias("p99_ms")).drop("_p")
 
@@ -220,14 +224,27 @@ def _acks_with_latency(win: DataFrame) -> DataFrame:
     return win.filter(F.col("kind") == ACKNOWLEDGED).withColumn("latency_ms", F.col("ts") - F.col("message_ts"))
 
 
+def _latency_counts(win: DataFrame) -> DataFrame:
+    """node_id, address, latency_ms, n: the acknowledgements counted per exact
+    latency. Every latency figure reads these rows (a few thousand for a
+    million acknowledgements; exact, as `percentile` takes each row's count as
+    its frequency), and in one job Spark groups the events once for all of
+    them: their plans are the same, so it reuses the one exchange."""
+    return _acks_with_latency(win).groupBy("node_id", "address", "latency_ms").agg(F.count(F.lit(1)).alias("n"))
+
+
 def _latency_stats(grouped) -> DataFrame:
+    """count, min, percentiles, max and mean over grouped _latency_counts rows
+    (an acknowledgement with no latency, its message_ts unknown, is counted
+    but not measured)."""
     quantiles = ", ".join(str(p) for p in PERCENTILES)
+    measured = F.when(F.col("latency_ms").isNotNull(), F.col("n"))
     return grouped.agg(
-        F.count(F.lit(1)).alias("count"),
+        F.coalesce(F.sum("n"), F.lit(0)).alias("count"),
         F.min("latency_ms").alias("min_ms"),
-        F.expr(f"percentile(latency_ms, array({quantiles}))").alias("_p"),
+        F.expr(f"percentile(latency_ms, array({quantiles}), n)").alias("_p"),
         F.max("latency_ms").alias("max_ms"),
-        F.avg("latency_ms").alias("mean_ms"),
+        (F.sum(F.col("latency_ms") * F.col("n")) / F.sum(measured)).alias("mean_ms"),
     ).select(
         "*",
         *(F.col("_p")[i].alias(f"p{round(p * 100)}_ms") for i, p in enumerate(PERCENTILES)),
@@ -237,22 +254,22 @@ def _latency_stats(grouped) -> DataFrame:
 def latency_by_address(win: DataFrame) -> DataFrame:
     """Enqueue -> acknowledge latency (ACKNOWLEDGED ts - message_ts) per address,
     exact percentiles (linear interpolation between ranks)."""
-    return _latency_stats(_acks_with_latency(win).groupBy("address"))
+    return _latency_stats(_latency_counts(win).groupBy("address"))
 
 
 def latency_by_node(win: DataFrame) -> DataFrame:
-    return _latency_stats(_acks_with_latency(win).groupBy("node_id"))
+    return _latency_stats(_latency_counts(win).groupBy("node_id"))
 
 
 def latency_overall(win: DataFrame) -> DataFrame:
-    return _latency_stats(_acks_with_latency(win).groupBy())
+    return _latency_stats(_latency_counts(win).groupBy())
 
 
 def latency_histogram(win: DataFrame) -> DataFrame:
     """address, bin, lower_ms, upper_ms, count; bins are log-spaced (10 per decade)."""
     lat = F.col("latency_ms")
     bin_ = F.when(lat <= 0, F.lit(0)).otherwise(F.floor(F.log10(lat) * BINS_PER_DECADE).cast("int") + 1)
-    counted = _acks_with_latency(win).groupBy("address", bin_.alias("bin")).agg(F.count(F.lit(1)).alias("count"))
+    counted = _latency_counts(win).groupBy("address", bin_.alias("bin")).agg(F.sum("n").alias("count"))
     lower = F.when(F.col("bin") == 0, F.lit(None)).otherwise(F.pow(F.lit(10.0), (F.col("bin") - 1) / BINS_PER_DECADE))
     upper = F.when(F.col("bin") == 0, F.lit(0.0)).otherwise(F.pow(F.lit(10.0), F.col("bin") / BINS_PER_DECADE))
     return counted.select("address", "bin", lower.alias("lower_ms"), upper.alias("upper_ms"), "count")
