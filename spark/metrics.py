@@ -329,17 +329,23 @@ def backlog(queues: DataFrame, waiting: DataFrame, nodes: DataFrame, now: int) -
     )
 
 
+def queue_kind_counts(win: DataFrame) -> DataFrame:
+    """address, queue, kind, count: the events per queue and kind. The totals,
+    the transport's totals and the ends by queue read these few rows, and in
+    one job Spark counts the events once for all of them (the same plan, one
+    reused exchange)."""
+    return win.groupBy("address", "queue", "kind").count()
+
+
 def ends_by_queue(win: DataFrame) -> DataFrame:
     """address, queue: expired, dead_lettered, removed and redelivered counts in the window."""
+    kind, count = F.col("kind"), F.col("count")
     return (
-        win.filter(F.col("kind").isin(EXPIRED, DEAD_LETTERED, REMOVED, DELIVERED))
+        queue_kind_counts(win).filter(kind.isin(EXPIRED, DEAD_LETTERED, REMOVED, DELIVERED))
         .groupBy("address", "queue")
-        .agg(
-            F.sum(_is(EXPIRED)).alias("expired"),
-            F.sum(_is(DEAD_LETTERED)).alias("dead_lettered"),
-            F.sum(_is(REMOVED)).alias("removed"),
-            F.sum(_is(DELIVERED)).alias("redelivered"),
-        )
+        .agg(*(F.sum(F.when(kind == k, count).otherwise(0)).alias(name) for name, k in
+               (("expired", EXPIRED), ("dead_lettered", DEAD_LETTERED), ("removed", REMOVED),
+                ("redelivered", DELIVERED))))
     )
 
 
@@ -349,9 +355,14 @@ def totals(win: DataFrame) -> dict[str, int]:
     return totals_of([r.asDict() for r in kind_counts(win).collect()])
 
 
-def kind_counts(win: DataFrame) -> DataFrame:
-    """kind, count: what totals folds (a report collects it with its other small results)."""
-    return win.groupBy("kind").count()
+def kind_counts(win: DataFrame, transport: bool | None = None) -> DataFrame:
+    """kind, count: what totals folds (a report collects it with its other
+    small results), of the clients' queues (`transport` False), the internal
+    ones (True) or all (None)."""
+    counts = queue_kind_counts(win)
+    if transport is not None:
+        counts = counts.filter(is_transport() if transport else ~is_transport())
+    return counts.groupBy("kind").agg(F.sum("count").alias("count"))
 
 
 def totals_of(rows: list[dict]) -> dict[str, int]:

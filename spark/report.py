@@ -192,8 +192,8 @@ def _plan(spark, nodes: list[NodeStore], out: Path, window: Window, partitions: 
         "bridge_latency": audit_mod.bridge_latency(refs, since, until),
         "message_ends": audited.groupBy(
             F.col("root_node_id").alias("produced_on"), F.col("node_id").alias("ended_on"), "fate").count(),
-        "totals": metrics.kind_counts(app),
-        "transport": metrics.kind_counts(win.filter(metrics.is_transport())),
+        "totals": metrics.kind_counts(win, transport=False),
+        "transport": metrics.kind_counts(win, transport=True),
         "throughput_by_address": metrics.throughput_by(per_second, ["address"], seconds, bucket).join(
             metrics.messages_by_address(audited), "address", "left").fillna(0, ["messages"]),
         "throughput_by_node": nodes_df.join(metrics.throughput_by(per_second, ["node_id"], seconds, bucket),
